@@ -1,0 +1,57 @@
+// Package audit defines the audit record of a tool call and where records go.
+//
+// Exactly one Record is written for every tool invocation (tools/call or
+// POST /tools/{name}), allowed or denied, and for every request turned away for its
+// token. The record is delivered before the response is returned. Raw arguments are
+// never recorded: only their SHA-256 (they may hold personal data).
+package audit
+
+import "context"
+
+// EventVersion is the schema version of Record.
+const EventVersion = "1.0"
+
+// Record is one audit event. Field names are the wire (and Athena column) names; the
+// spec's own fields keep the spec's names. The JSON Schema is events/audit/record.schema.json.
+type Record struct {
+	EventID          string   `json:"event_id"`
+	EventVersion     string   `json:"event_version"`
+	Timestamp        string   `json:"timestamp"` // RFC 3339 UTC with milliseconds
+	Tool             string   `json:"tool"`
+	Outcome          string   `json:"outcome"` // success, denied, error
+	Reason           string   `json:"reason"`  // stable error code, "" on success
+	ScopesProvided   []string `json:"scopes_provided"`
+	ScopesRequired   []string `json:"scopes_required"`
+	WorkspaceID      string   `json:"workspace_id"`
+	UserID           string   `json:"user_id"`
+	TokenID          string   `json:"token_id"`
+	ReadOnly         bool     `json:"read_only"`
+	Destructive      bool     `json:"destructive"`
+	ConfirmPresent   bool     `json:"confirm_present"`
+	ResourceID       string   `json:"resource_id"`
+	IdempotencyKey   string   `json:"idempotency_key"`
+	IdempotentReplay bool     `json:"idempotent_replay"`
+	RequestID        string   `json:"request_id"`
+	JSONRPCID        string   `json:"jsonrpc_id"`
+	ClientName       string   `json:"client_name"`
+	ClientVersion    string   `json:"client_version"`
+	ProtocolVersion  string   `json:"protocol_version"`
+	UserAgent        string   `json:"user_agent"`
+	SourceIP         string   `json:"source_ip"`
+	ArgsSHA256       string   `json:"args_sha256"`
+	DurationMS       int64    `json:"duration_ms"`
+	Transport        string   `json:"transport"` // mcp or rest
+}
+
+// Sink delivers records. Write returns only when the record is durable enough that
+// the response may be sent (file appended, stream acknowledged, or fallback written).
+// Implementations are safe for concurrent use.
+type Sink interface {
+	Write(ctx context.Context, r Record) error
+}
+
+// Transports.
+const (
+	TransportMCP  = "mcp"
+	TransportREST = "rest"
+)

@@ -1,0 +1,312 @@
+// Package store declares the persistence contract of aacmcp.
+//
+// Handlers of read-only tools receive a Reader, so the compiler refuses a mutation in
+// them; handlers of the other tools receive Queries. Mutating methods are named
+// Create*, Update* or Delete* (the spec's invariant is phrased in those names, and a test
+// wraps a Queries in a recorder that fails on any of them).
+//
+// Every method is scoped by workspace: the workspace comes from the caller's principal,
+// never from tool arguments, and an id that belongs to another workspace is reported as
+// not_found exactly like an id that does not exist.
+//
+// Backends: sqlite (embedded, local) and dynamo (AWS). Both pass storetest.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Reader is every read the tools need.
+type Reader interface {
+	GetWorkspace(ctx context.Context, ws string) (Workspace, error)
+	// GetMember returns not_found when the user has no member record.
+	GetMember(ctx context.Context, ws, user string) (Member, error)
+	GetAgent(ctx context.Context, ws, agent string) (Agent, error)
+	ListAgents(ctx context.Context, ws string) ([]Agent, error)
+	// GetIssue accepts an issue UUID or a key such as "AAC-42".
+	GetIssue(ctx context.Context, ws, idOrKey string) (Issue, error)
+	// ListIssues returns issues most recently updated first.
+	ListIssues(ctx context.Context, ws string, f IssueFilter) (IssuePage, error)
+	GetComment(ctx context.Context, ws, commentID string) (Comment, error)
+	// ListComments returns comments oldest first. issueIDOrKey as in GetIssue.
+	ListComments(ctx context.Context, ws, issueIDOrKey string, p PageRequest) (CommentPage, error)
+	// ListUsage returns the counters of the days from..to inclusive (YYYY-MM-DD), ordered
+	// by date then tool, in one query whatever the span.
+	ListUsage(ctx context.Context, ws, from, to string) ([]UsageRow, error)
+	// GetIdempotency returns not_found when no record exists for the key.
+	GetIdempotency(ctx context.Context, k IdempotencyKey) (IdempotencyRecord, error)
+}
+
+// Writer is every mutation. Method names start with Create, Update or Delete.
+type Writer interface {
+	// CreateWorkspace fails with conflict when the id exists.
+	CreateWorkspace(ctx context.Context, w Workspace) (Workspace, error)
+	// UpdateMember creates or replaces a member record (the role).
+	UpdateMember(ctx context.Context, m Member) (Member, error)
+	// DeleteMember removes a member record; not_found when absent.
+	DeleteMember(ctx context.Context, ws, user string) error
+	// CreateAgent creates or replaces an agent.
+	CreateAgent(ctx context.Context, a Agent) (Agent, error)
+
+	// CreateIssue allocates the next key of the workspace (AAC-1, AAC-2, ...) and stores
+	// the issue with version 1. in.ID may be set by the caller (a UUID); if empty the
+	// store generates one.
+	CreateIssue(ctx context.Context, ws string, in NewIssue) (Issue, error)
+	// UpdateIssue applies the patch. If every value in the patch already holds, nothing
+	// is written, the current issue is returned with changed=false, and ExpectedVersion
+	// is not checked (DESIGN.md 1a: a repeat of an idempotent update succeeds). Otherwise
+	// a non-nil ExpectedVersion that differs from the stored version is conflict; on
+	// success the version is incremented and updated_at set.
+	UpdateIssue(ctx context.Context, ws, idOrKey string, p IssuePatch) (issue Issue, changed bool, err error)
+	// DeleteIssue deletes the issue, its comments and its key lookup, and leaves a
+	// tombstone. Deleting an id (or key) whose tombstone exists returns the original
+	// result with Replay=true. Otherwise a missing issue is not_found.
+	DeleteIssue(ctx context.Context, ws, idOrKey string) (DeleteResult, error)
+	// CreateComment adds a comment and increments the issue's comment_count (not its
+	// version). in.ID may be set by the caller; if empty the store generates one (ULID).
+	CreateComment(ctx context.Context, ws, issueIDOrKey string, in NewComment) (Comment, error)
+	// DeleteComment deletes a comment, decrements comment_count, and leaves a tombstone
+	// (repeat: original result with Replay=true).
+	DeleteComment(ctx context.Context, ws, commentID string) (DeleteResult, error)
+
+	CreateAutopilotRun(ctx context.Context, ws string, r AutopilotRun) (AutopilotRun, error)
+	// UpdateAutopilotRun sets status, attempts, error and updated_at of an existing run.
+	UpdateAutopilotRun(ctx context.Context, ws string, r AutopilotRun) (AutopilotRun, error)
+
+	// UpdateUsage adds one call to the day's counter of the tool, and one to denied or
+	// errors by outcome ("success", "denied", "error"). It must not apply twice when the
+	// backend's client retries a request whose response was lost: each call carries a
+	// unique EventID the backend may use to deduplicate.
+	UpdateUsage(ctx context.Context, u UsageIncrement) error
+
+	// CreateIdempotency claims the key: it stores rec with State "pending" and fails
+	// with conflict if any record for the key exists (the caller then reads it).
+	CreateIdempotency(ctx context.Context, rec IdempotencyRecord) error
+	// UpdateIdempotency stores the final result of a claimed key (State "completed").
+	UpdateIdempotency(ctx context.Context, rec IdempotencyRecord) error
+	// DeleteIdempotency releases a claim whose call failed, so a retry may run again.
+	DeleteIdempotency(ctx context.Context, k IdempotencyKey) error
+
+	// UpdateRateCounter adds one to the counter named key in the window that starts at
+	// windowStart, and returns the count after the increment. Counters expire after the
+	// window (TTL). Used by the rate limiter; key is opaque to the store.
+	UpdateRateCounter(ctx context.Context, ws, key string, windowStart time.Time, window time.Duration) (int64, error)
+}
+
+// Queries is what mutating tool handlers get.
+type Queries interface {
+	Reader
+	Writer
+}
+
+// Role of a user in a workspace.
+type Role string
+
+const (
+	RoleViewer Role = "viewer"
+	RoleMember Role = "member"
+	RoleAdmin  Role = "admin"
+)
+
+// Valid reports whether r is one of the three roles.
+func (r Role) Valid() bool { return r == RoleViewer || r == RoleMember || r == RoleAdmin }
+
+// CanWrite reports whether the role may use tools that are not read-only.
+func (r Role) CanWrite() bool { return r == RoleMember || r == RoleAdmin }
+
+// Workspace is a tenant.
+type Workspace struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key"` // issue key prefix, e.g. "AAC"
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Member is a user's role in a workspace.
+type Member struct {
+	WorkspaceID string    `json:"workspace_id"`
+	UserID      string    `json:"user_id"`
+	Role        Role      `json:"role"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Agent is an AI agent issues can be assigned to.
+type Agent struct {
+	WorkspaceID string    `json:"workspace_id"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Issue statuses and priorities.
+var (
+	Statuses   = []string{"open", "in_progress", "done", "closed"}
+	Priorities = []string{"low", "medium", "high", "urgent"}
+)
+
+// Assignee of an issue.
+type Assignee struct {
+	Type string `json:"type"` // "user" or "agent"
+	ID   string `json:"id"`
+}
+
+// Issue as tools return it.
+type Issue struct {
+	ID           string    `json:"id"`
+	Key          string    `json:"key"`
+	Title        string    `json:"title"`
+	Description  string    `json:"description"`
+	Status       string    `json:"status"`
+	Priority     string    `json:"priority"`
+	Labels       []string  `json:"labels"` // never nil on the wire
+	Assignee     *Assignee `json:"assignee"`
+	CreatedBy    string    `json:"created_by"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	Version      int64     `json:"version"`
+	CommentCount int64     `json:"comment_count"`
+}
+
+// NewIssue is the input of CreateIssue. Status and Priority are already defaulted and
+// validated by the caller.
+type NewIssue struct {
+	ID          string
+	Title       string
+	Description string
+	Status      string
+	Priority    string
+	Labels      []string
+	CreatedBy   string
+	CreatedAt   time.Time
+}
+
+// IssuePatch holds the fields to change; nil means unchanged. Assignee uses a double
+// pointer so that "unassign" (set to null) differs from "unchanged".
+type IssuePatch struct {
+	Title           *string
+	Description     *string
+	Status          *string
+	Priority        *string
+	Labels          *[]string
+	Assignee        **Assignee
+	ExpectedVersion *int64
+	UpdatedAt       time.Time
+}
+
+// IssueFilter selects issues for ListIssues. Empty fields do not filter.
+type IssueFilter struct {
+	Status   string
+	Assignee string // assignee id (user or agent)
+	Label    string
+	Query    string // case-insensitive substring of title or description
+	PageRequest
+}
+
+// PageRequest is a limit and an opaque cursor returned by a previous page.
+type PageRequest struct {
+	Limit  int
+	Cursor string
+}
+
+// IssuePage is a page of issues; NextCursor is "" on the last page.
+type IssuePage struct {
+	Issues     []Issue `json:"issues"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+// Comment on an issue.
+type Comment struct {
+	ID        string    `json:"id"`
+	IssueID   string    `json:"issue_id"`
+	Author    string    `json:"author"`
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewComment is the input of CreateComment.
+type NewComment struct {
+	ID        string
+	Author    string
+	Body      string
+	CreatedAt time.Time
+}
+
+// CommentPage is a page of comments.
+type CommentPage struct {
+	Comments   []Comment `json:"comments"`
+	NextCursor string    `json:"next_cursor"`
+}
+
+// DeleteResult is what a delete returns, the first time and on every repeat.
+type DeleteResult struct {
+	Kind      string    `json:"-"` // "issue" or "comment"
+	ID        string    `json:"-"`
+	DeletedAt time.Time `json:"-"`
+	// Replay is true when the item was already deleted and the tombstone answered.
+	Replay bool `json:"-"`
+}
+
+// Autopilot run statuses.
+const (
+	RunQueued         = "queued"
+	RunDispatched     = "dispatched"
+	RunDispatchFailed = "dispatch_failed"
+)
+
+// AutopilotRun is a request to the agent runner to work an issue.
+type AutopilotRun struct {
+	ID           string    `json:"id"`
+	IssueID      string    `json:"issue_id"`
+	IssueKey     string    `json:"issue_key"`
+	Status       string    `json:"status"`
+	Instructions string    `json:"instructions"`
+	RequestedBy  string    `json:"requested_by"`
+	Attempts     int       `json:"attempts"`
+	Error        string    `json:"error,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// UsageRow is one day's counters of one tool.
+type UsageRow struct {
+	Date   string `json:"date"`
+	Tool   string `json:"tool"`
+	Calls  int64  `json:"calls"`
+	Denied int64  `json:"denied"`
+	Errors int64  `json:"errors"`
+}
+
+// UsageIncrement is one call to count.
+type UsageIncrement struct {
+	WorkspaceID string
+	Date        string // YYYY-MM-DD (UTC)
+	Tool        string
+	Outcome     string // "success", "denied", "error"
+	EventID     string // the audit event id; lets a backend drop a retried duplicate
+}
+
+// IdempotencyKey identifies one idempotency record: per workspace, user and tool.
+type IdempotencyKey struct {
+	WorkspaceID string
+	UserID      string
+	Tool        string
+	KeyHash     string // hex SHA-256 of the client's idempotency_key
+}
+
+// Idempotency record states.
+const (
+	IdemPending   = "pending"
+	IdemCompleted = "completed"
+)
+
+// IdempotencyRecord remembers the first result of a non-idempotent call.
+type IdempotencyRecord struct {
+	IdempotencyKey
+	State      string
+	ArgsDigest string // hex SHA-256 of the canonical arguments minus idempotency_key
+	Result     []byte // the JSON result of the first call, when completed
+	ResourceID string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+}
