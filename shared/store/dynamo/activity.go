@@ -1,0 +1,389 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// usageEventTTL is how long a counted event id is remembered to drop a repeated call.
+const usageEventTTL = 24 * time.Hour
+
+func decodeRun(it item) (store.AutopilotRun, error) {
+	d := decoder{it: it}
+	r := store.AutopilotRun{
+		ID:           d.str("id"),
+		IssueID:      d.str("issue_id"),
+		IssueKey:     d.str("issue_key"),
+		Status:       d.str("status"),
+		Instructions: d.str("instructions"),
+		RequestedBy:  d.str("requested_by"),
+		Attempts:     int(d.num("attempts")),
+		Error:        d.str("error"),
+		CreatedAt:    d.time("created_at"),
+		UpdatedAt:    d.time("updated_at"),
+	}
+	return r, d.err
+}
+
+// CreateAutopilotRun implements store.Writer. The run lives in its issue's partition,
+// so deleting the issue takes it along.
+func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
+	const op = "CreateAutopilotRun"
+	if r.ID == "" {
+		r.ID = store.NewULID()
+	} else if !validPart(r.ID) {
+		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id must not be empty or contain '#'")
+	}
+	if checkWS(ws) != nil || !validPart(r.IssueID) {
+		return store.AutopilotRun{}, notFound("issue")
+	}
+	// The issue must exist (the embedded store's foreign key).
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:            aws.String(s.table),
+		Key:                  key(issuePK(ws, r.IssueID), skMeta),
+		ProjectionExpression: aws.String("PK"),
+		ConsistentRead:       aws.Bool(true),
+	})
+	if err != nil {
+		return store.AutopilotRun{}, fail(op, err)
+	}
+	if len(out.Item) == 0 {
+		return store.AutopilotRun{}, notFound("issue")
+	}
+	r.CreatedAt = s.orNow(r.CreatedAt)
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	n := nonce()
+	it := key(issuePK(ws, r.IssueID), skRun+r.ID)
+	it["id"], it["issue_id"], it["issue_key"], it["status"] = avS(r.ID), avS(r.IssueID), avS(r.IssueKey), avS(r.Status)
+	it["instructions"], it["requested_by"], it["attempts"] = avS(r.Instructions), avS(r.RequestedBy), avN(int64(r.Attempts))
+	it["error"], it["created_at"], it["updated_at"] = avS(r.Error), avTime(r.CreatedAt), avTime(r.UpdatedAt)
+	it["nonce"] = avS(n)
+	ref := item{
+		attrPK: avS(runRefPK(ws, r.ID)), attrSK: avS(skMeta),
+		"issue_id": avS(r.IssueID), "nonce": avS(n),
+	}
+	// The lookup item first, the run second: a crash in between leaves a lookup that
+	// points at no run (UpdateAutopilotRun answers not_found). The nonce lets a retried
+	// put pass its own condition while another call reusing the id is a conflict.
+	for _, x := range []item{ref, it} {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 aws.String(s.table),
+			Item:                      x,
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+			ExpressionAttributeValues: item{":n": avS(n)},
+		})
+		if conditionFailed(err) {
+			return store.AutopilotRun{}, apperr.New(apperr.Conflict, "autopilot run id already used")
+		}
+		if err != nil {
+			return store.AutopilotRun{}, fail(op, err)
+		}
+	}
+	return r, nil
+}
+
+// UpdateAutopilotRun implements store.Writer: the run's lookup item names its issue,
+// then one UpdateItem. SET is idempotent, so a retried request is harmless.
+func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
+	const op = "UpdateAutopilotRun"
+	if checkWS(ws) != nil || !validPart(r.ID) {
+		return store.AutopilotRun{}, notFound("autopilot run")
+	}
+	ref, err := s.get(ctx, s.table, key(runRefPK(ws, r.ID), skMeta), op)
+	if err != nil {
+		return store.AutopilotRun{}, err
+	}
+	if ref == nil {
+		return store.AutopilotRun{}, notFound("autopilot run")
+	}
+	d := decoder{it: ref}
+	issueID := d.str("issue_id")
+	if d.err != nil || !validPart(issueID) {
+		return store.AutopilotRun{}, fail(op, errors.Join(d.err, errors.New("run lookup without issue id")))
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(issuePK(ws, issueID), skRun+r.ID),
+		UpdateExpression:         aws.String("SET #status = :st, attempts = :at, #error = :er, updated_at = :up"),
+		ConditionExpression:      aws.String("attribute_exists(PK)"),
+		ExpressionAttributeNames: map[string]string{"#status": "status", "#error": "error"},
+		ExpressionAttributeValues: item{
+			":st": avS(r.Status), ":at": avN(int64(r.Attempts)), ":er": avS(r.Error), ":up": avTime(s.orNow(r.UpdatedAt)),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if conditionFailed(err) {
+		return store.AutopilotRun{}, notFound("autopilot run")
+	}
+	if err != nil {
+		return store.AutopilotRun{}, fail("UpdateAutopilotRun", err)
+	}
+	got, err := decodeRun(out.Attributes)
+	return got, fail("UpdateAutopilotRun", err)
+}
+
+// UpdateUsage implements store.Writer.
+//
+// Two guards, for two kinds of repeat. (1) A marker item per event id (TTL 24 h),
+// written with a condition: a second call with the same EventID finds it and counts
+// nothing. (2) The ADD itself adds the event id to the counter item's evs set and is
+// conditioned on its absence, so the SDK retrying the ADD after a lost response does not
+// count twice; the id leaves the set right after. A crash between (1) and the ADD loses
+// that one count: usage is a dashboard figure, and undercounting a crashed call beats
+// counting a retry twice.
+func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
+	const op = "UpdateUsage"
+	if err := checkWS(u.WorkspaceID); err != nil {
+		return apperr.New(apperr.InvalidArguments, "usage needs a valid workspace")
+	}
+	if _, err := time.Parse(time.DateOnly, u.Date); err != nil {
+		return apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
+	}
+	if !validPart(u.Tool) {
+		return apperr.New(apperr.InvalidArguments, "usage needs a tool name without '#'")
+	}
+	var denied, errs int64
+	switch apperr.Outcome(u.Outcome) {
+	case apperr.OutcomeSuccess:
+	case apperr.OutcomeDenied:
+		denied = 1
+	case apperr.OutcomeError:
+		errs = 1
+	default:
+		return apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
+	}
+	ev := u.EventID
+	if ev == "" {
+		ev = nonce() // nothing to deduplicate against; still guard the ADD's own retry
+	} else {
+		if !validPart(ev) {
+			return apperr.New(apperr.InvalidArguments, "usage event id must not contain '#'")
+		}
+		n := nonce()
+		now := s.now()
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table),
+			Item: item{
+				attrPK: avS(wsPK(u.WorkspaceID) + "#USAGEEV#" + ev), attrSK: avS(skMeta),
+				"nonce": avS(n), attrTTL: ttlOf(now.Add(usageEventTTL)),
+			},
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n OR #ttl < :now"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
+			ExpressionAttributeValues: item{":n": avS(n), ":now": avN(now.Unix())},
+		})
+		if conditionFailed(err) {
+			return nil // this event was counted already
+		}
+		if err != nil {
+			return fail(op, err)
+		}
+	}
+	k := key(usagePK(u.WorkspaceID), usageSK(u.Date, u.Tool))
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      k,
+		UpdateExpression:         aws.String("SET #date = :date, tool = :tool ADD calls :one, denied :dn, #errors :er, evs :evs"),
+		ConditionExpression:      aws.String("NOT contains(evs, :ev)"),
+		ExpressionAttributeNames: map[string]string{"#date": "date", "#errors": "errors"},
+		ExpressionAttributeValues: item{
+			":date": avS(u.Date), ":tool": avS(u.Tool), ":one": avN(1), ":dn": avN(denied), ":er": avN(errs),
+			":evs": avSet(ev), ":ev": avS(ev),
+		},
+	})
+	if conditionFailed(err) {
+		return nil // our own ADD, retried by the SDK after it had applied
+	}
+	if err != nil {
+		return fail(op, err)
+	}
+	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       k,
+		UpdateExpression:          aws.String("DELETE evs :evs"),
+		ExpressionAttributeValues: item{":evs": avSet(ev)},
+	}); err != nil {
+		s.log.WarnContext(ctx, "dynamo: could not clear a usage guard", "event", ev, "err", err)
+	}
+	return nil
+}
+
+// ListUsage implements store.Reader: one Query over the workspace's usage partition,
+// whose sort key orders by date then tool.
+func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
+	rows := []store.UsageRow{}
+	f, ferr := time.Parse(time.DateOnly, from)
+	t, terr := time.Parse(time.DateOnly, to)
+	if ferr != nil || terr != nil {
+		return nil, apperr.New(apperr.InvalidArguments, "dates must be YYYY-MM-DD")
+	}
+	if checkWS(ws) != nil || t.Before(f) {
+		return rows, nil
+	}
+	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :a AND :b"),
+		ExpressionAttributeValues: item{
+			// '$' sorts right after '#', so ":b" is past every tool of the last day.
+			":pk": avS(usagePK(ws)), ":a": avS("DAY#" + from + "#"), ":b": avS("DAY#" + to + "$"),
+		},
+		ConsistentRead: aws.Bool(true),
+	}, "ListUsage")
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		d := decoder{it: it}
+		r := store.UsageRow{Date: d.str("date"), Tool: d.str("tool"), Calls: d.num("calls"), Denied: d.num("denied"), Errors: d.num("errors")}
+		if d.err != nil {
+			return nil, fail("ListUsage", d.err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func checkIdemKey(k store.IdempotencyKey) bool {
+	return checkWS(k.WorkspaceID) == nil && validPart(k.UserID) && validPart(k.Tool) && validPart(k.KeyHash)
+}
+
+func idemKey(k store.IdempotencyKey) item {
+	return key(idemPK(k.WorkspaceID, k.UserID, k.Tool, k.KeyHash), skMeta)
+}
+
+func encodeIdem(rec store.IdempotencyRecord) item {
+	it := idemKey(rec.IdempotencyKey)
+	it["state"], it["args_digest"], it["resource_id"] = avS(rec.State), avS(rec.ArgsDigest), avS(rec.ResourceID)
+	if len(rec.Result) > 0 {
+		it["result"] = avBytes(rec.Result)
+	}
+	it["created_at"], it["expires_at"] = avTime(rec.CreatedAt), avTime(rec.ExpiresAt)
+	it[attrTTL] = ttlOf(rec.ExpiresAt)
+	return it
+}
+
+// CreateIdempotency implements store.Writer: a conditional put claims the key. The
+// condition admits our own retried request (nonce) and an expired record that TTL has
+// not swept yet.
+func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
+	if !checkIdemKey(rec.IdempotencyKey) {
+		return apperr.New(apperr.InvalidArguments, "idempotency key parts must be non-empty and without '#'")
+	}
+	rec.CreatedAt = s.orNow(rec.CreatedAt)
+	if rec.State == "" {
+		rec.State = store.IdemPending
+	}
+	n := nonce()
+	it := encodeIdem(rec)
+	it["nonce"] = avS(n)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n OR #ttl < :now"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
+		ExpressionAttributeValues: item{":n": avS(n), ":now": avN(s.now().Unix())},
+	})
+	if conditionFailed(err) {
+		return apperr.New(apperr.Conflict, "idempotency key already claimed")
+	}
+	return fail("CreateIdempotency", err)
+}
+
+// GetIdempotency implements store.Reader; an expired record is not_found.
+func (s *Store) GetIdempotency(ctx context.Context, k store.IdempotencyKey) (store.IdempotencyRecord, error) {
+	if !checkIdemKey(k) {
+		return store.IdempotencyRecord{}, notFound("idempotency record")
+	}
+	it, err := s.get(ctx, s.table, idemKey(k), "GetIdempotency")
+	if err != nil {
+		return store.IdempotencyRecord{}, err
+	}
+	if it == nil {
+		return store.IdempotencyRecord{}, notFound("idempotency record")
+	}
+	d := decoder{it: it}
+	rec := store.IdempotencyRecord{
+		IdempotencyKey: k,
+		State:          d.str("state"),
+		ArgsDigest:     d.str("args_digest"),
+		Result:         d.bytes("result"),
+		ResourceID:     d.str("resource_id"),
+		CreatedAt:      d.time("created_at"),
+		ExpiresAt:      d.time("expires_at"),
+	}
+	if d.err != nil {
+		return store.IdempotencyRecord{}, fail("GetIdempotency", d.err)
+	}
+	if !s.now().Before(rec.ExpiresAt) {
+		return store.IdempotencyRecord{}, notFound("idempotency record")
+	}
+	return rec, nil
+}
+
+// UpdateIdempotency implements store.Writer: it replaces the claimed record with the
+// final one. A plain put of the same values is idempotent under retries; the condition
+// refuses a record nobody claimed.
+func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
+	if !checkIdemKey(rec.IdempotencyKey) {
+		return notFound("idempotency record")
+	}
+	rec.CreatedAt = s.orNow(rec.CreatedAt)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                encodeIdem(rec),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	})
+	if conditionFailed(err) {
+		return notFound("idempotency record")
+	}
+	return fail("UpdateIdempotency", err)
+}
+
+// DeleteIdempotency implements store.Writer (idempotent: deleting nothing succeeds).
+func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey) error {
+	if !checkIdemKey(k) {
+		return nil
+	}
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: idemKey(k)})
+	return fail("DeleteIdempotency", err)
+}
+
+// UpdateRateCounter implements store.Writer with one ADD. Unlike the other counters it
+// is not guarded against the SDK retrying a lost response: a retry counts one call
+// twice, which errs toward limiting, while a guard would cost a second write on every
+// tool call. The window start is part of the key, so a new window starts at zero and
+// TTL removes old ones.
+func (s *Store) UpdateRateCounter(ctx context.Context, ws, k string, windowStart time.Time, window time.Duration) (int64, error) {
+	if checkWS(ws) != nil || k == "" || len(k) > 512 {
+		return 0, apperr.New(apperr.InvalidArguments, "rate counter needs a workspace and a key")
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(ratePK(ws, k, windowStart), skMeta),
+		UpdateExpression:         aws.String("ADD #count :one SET #ttl = if_not_exists(#ttl, :ttl)"),
+		ExpressionAttributeNames: map[string]string{"#count": "count", "#ttl": attrTTL},
+		ExpressionAttributeValues: item{
+			":one": avN(1), ":ttl": ttlOf(windowStart.Add(window).Add(time.Minute)),
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, fail("UpdateRateCounter", err)
+	}
+	d := decoder{it: out.Attributes}
+	n := d.num("count")
+	if d.err != nil || n < 1 {
+		return 0, fail("UpdateRateCounter", errors.Join(d.err, errors.New("counter missing from the answer")))
+	}
+	return n, nil
+}

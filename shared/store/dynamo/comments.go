@@ -1,0 +1,304 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func decodeComment(it item) (store.Comment, error) {
+	d := decoder{it: it}
+	c := store.Comment{
+		ID:        d.str("id"),
+		IssueID:   d.str("issue_id"),
+		Author:    d.str("author"),
+		Body:      d.str("body"),
+		CreatedAt: d.time("created_at"),
+	}
+	return c, d.err
+}
+
+// CreateComment implements store.Writer.
+//
+// Writes, in this order: (1) the comment's lookup item, (2) the comment, (3) the
+// issue's comment_count. Both puts carry a per-call nonce so that a retried request
+// passes its own condition, while another call reusing the id is a conflict. A crash
+// after (1) leaves a lookup item that points at no comment (reads as not_found); after
+// (2) a comment the count lacks (known limit: no transactions; the count is one low
+// until the comment is deleted).
+func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in store.NewComment) (store.Comment, error) {
+	const op = "CreateComment"
+	if in.ID == "" {
+		in.ID = store.NewULID()
+	} else if !validPart(in.ID) {
+		return store.Comment{}, apperr.New(apperr.InvalidArguments, "comment id must not be empty or contain '#'")
+	}
+	is, _, err := s.loadIssue(ctx, ws, issueIDOrKey, op)
+	if err != nil {
+		return store.Comment{}, err
+	}
+	c := store.Comment{ID: in.ID, IssueID: is.ID, Author: in.Author, Body: in.Body, CreatedAt: s.orNow(in.CreatedAt)}
+	n := nonce()
+	ref := key(commentRefPK(ws, c.ID), skMeta)
+	ref["issue_id"], ref["author"], ref["nonce"] = avS(c.IssueID), avS(c.Author), avS(n)
+	body := key(issuePK(ws, c.IssueID), skComment+c.ID)
+	body["id"], body["issue_id"], body["author"], body["body"] = avS(c.ID), avS(c.IssueID), avS(c.Author), avS(c.Body)
+	body["created_at"], body["nonce"] = avTime(c.CreatedAt), avS(n)
+	for _, it := range []item{ref, body} {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 aws.String(s.table),
+			Item:                      it,
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+			ExpressionAttributeValues: item{":n": avS(n)},
+		})
+		if conditionFailed(err) {
+			return store.Comment{}, apperr.New(apperr.Conflict, "comment id already used")
+		}
+		if err != nil {
+			return store.Comment{}, fail(op, err)
+		}
+	}
+	found, err := s.countComment(ctx, ws, c.IssueID, "+"+c.ID, 1)
+	if err != nil {
+		return store.Comment{}, err
+	}
+	if !found {
+		// The issue was deleted between our read and the count: take the comment back.
+		if err := s.batchDelete(ctx, []item{key(issuePK(ws, c.IssueID), skComment+c.ID), key(commentRefPK(ws, c.ID), skMeta)}, op); err != nil {
+			return store.Comment{}, err
+		}
+		return store.Comment{}, notFound("issue")
+	}
+	s.clearCountOp(ctx, ws, c.IssueID, "+"+c.ID)
+	return c, nil
+}
+
+// countComment adds delta to the issue's comment_count exactly once for the operation
+// opID ("+<comment>" for a create, "-<comment>" for a delete).
+//
+// A plain ADD retried by the SDK after a lost response would count twice. The update
+// therefore also adds opID to the issue's cc_ops set and is conditioned on its absence:
+// a retry fails the condition and the re-read finds opID, i.e. already counted. The set
+// only holds operations in flight: clearCountOp removes opID once the caller no longer
+// needs the guard. found is false when the issue no longer exists.
+func (s *Store) countComment(ctx context.Context, ws, issueID, opID string, delta int64) (found bool, err error) {
+	const op = "comment_count"
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(issuePK(ws, issueID), skMeta),
+		UpdateExpression:          aws.String("ADD comment_count :d, cc_ops :ops"),
+		ConditionExpression:       aws.String("attribute_exists(PK) AND NOT contains(cc_ops, :op)"),
+		ExpressionAttributeValues: item{":d": avN(delta), ":ops": avSet(opID), ":op": avS(opID)},
+	})
+	if err == nil {
+		return true, nil
+	}
+	if !conditionFailed(err) {
+		return false, fail(op, err)
+	}
+	it, err := s.get(ctx, s.table, key(issuePK(ws, issueID), skMeta), op)
+	if err != nil {
+		return false, err
+	}
+	if it == nil {
+		return false, nil
+	}
+	d := decoder{it: it}
+	if slices.Contains(d.set("cc_ops"), opID) {
+		return true, nil // applied already: our own request, retried
+	}
+	return false, fail(op, errors.Join(d.err, errors.New("comment_count condition failed without a reason")))
+}
+
+// clearCountOp drops opID from the in-flight set. Failure only leaves a few bytes in
+// the issue item, so it is logged, not returned. The condition keeps the update from
+// recreating an issue deleted meanwhile.
+func (s *Store) clearCountOp(ctx context.Context, ws, issueID, opID string) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(issuePK(ws, issueID), skMeta),
+		UpdateExpression:          aws.String("DELETE cc_ops :ops"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: item{":ops": avSet(opID)},
+	})
+	if err != nil && !conditionFailed(err) {
+		s.log.WarnContext(ctx, "dynamo: could not clear a comment_count guard", "issue", issueID, "op", opID, "err", err)
+	}
+}
+
+// GetComment implements store.Reader. The comment and its issue are read together so
+// that a comment left behind by a racing issue delete is not found.
+func (s *Store) GetComment(ctx context.Context, ws, commentID string) (store.Comment, error) {
+	const op = "GetComment"
+	if checkWS(ws) != nil || !validPart(commentID) {
+		return store.Comment{}, notFound("comment")
+	}
+	ref, err := s.get(ctx, s.table, key(commentRefPK(ws, commentID), skMeta), op)
+	if err != nil {
+		return store.Comment{}, err
+	}
+	if ref == nil {
+		return store.Comment{}, notFound("comment")
+	}
+	d := decoder{it: ref}
+	issueID := d.str("issue_id")
+	if !validPart(issueID) {
+		return store.Comment{}, fail(op, errors.Join(d.err, errors.New("comment lookup without issue id")))
+	}
+	ck, ik := key(issuePK(ws, issueID), skComment+commentID), key(issuePK(ws, issueID), skMeta)
+	got, err := s.batchGet(ctx, s.table, []item{ck, ik}, op)
+	if err != nil {
+		return store.Comment{}, err
+	}
+	it := got[keyID(issuePK(ws, issueID), skComment+commentID)]
+	if it == nil || got[keyID(issuePK(ws, issueID), skMeta)] == nil {
+		return store.Comment{}, notFound("comment")
+	}
+	c, err := decodeComment(it)
+	return c, fail(op, err)
+}
+
+// commentAttrs are the attributes of a comment page's start key.
+var commentAttrs = []string{attrPK, attrSK}
+
+// ListComments implements store.Reader: oldest first (ULIDs sort by time).
+func (s *Store) ListComments(ctx context.Context, ws, issueIDOrKey string, p store.PageRequest) (store.CommentPage, error) {
+	const op = "ListComments"
+	is, _, err := s.loadIssue(ctx, ws, issueIDOrKey, op)
+	if err != nil {
+		return store.CommentPage{}, err
+	}
+	limit := store.PageLimit(p.Limit)
+	pk := issuePK(ws, is.ID)
+	fp := fingerprint(ws, "comments", is.ID)
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :c)"),
+		ExpressionAttributeValues: item{":pk": avS(pk), ":c": avS(skComment)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(limit + 1)),
+	}
+	if p.Cursor != "" {
+		start, err := s.decodeCursor(p.Cursor, fp, commentAttrs, func(k map[string]string) bool {
+			return k[attrPK] == pk && validPart(trimPrefix(k[attrSK], skComment))
+		})
+		if err != nil {
+			return store.CommentPage{}, err
+		}
+		in.ExclusiveStartKey = start
+	}
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return store.CommentPage{}, fail(op, err)
+	}
+	page := store.CommentPage{Comments: make([]store.Comment, 0, min(limit, len(out.Items)))}
+	var next item
+	for _, it := range out.Items {
+		if len(page.Comments) == limit {
+			last := page.Comments[limit-1]
+			next = key(pk, skComment+last.ID)
+			break
+		}
+		c, err := decodeComment(it)
+		if err != nil {
+			return store.CommentPage{}, fail(op, err)
+		}
+		page.Comments = append(page.Comments, c)
+	}
+	if next == nil && len(out.LastEvaluatedKey) > 0 {
+		next = out.LastEvaluatedKey
+	}
+	if next != nil {
+		if page.NextCursor, err = s.encodeCursor(fp, next); err != nil {
+			return store.CommentPage{}, err
+		}
+	}
+	return page, nil
+}
+
+// crashedAfter is the age after which a tombstone whose comment still exists counts as
+// the mark of a crashed delete, well above any call's lifetime (the Lambda timeout).
+const crashedAfter = 5 * time.Minute
+
+// DeleteComment implements store.Writer.
+//
+// Order: (1) tombstone, (2) comment_count -1 (guarded by the op id "-<comment>", see
+// countComment), (3) the comment and its lookup item, (4) clear the guard. Only the
+// caller whose tombstone put wins goes on, so two concurrent deletes decrement once.
+// A delete that crashed after (1) is finished by a later call (once the tombstone is
+// older than crashedAfter), which finds the lookup item still there beside it: the
+// guard of (2) is cleared only after (3), so whichever step the crash hit, the
+// decrement happens exactly once.
+func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.DeleteResult, error) {
+	const op = "DeleteComment"
+	if checkWS(ws) != nil || !validPart(commentID) {
+		return store.DeleteResult{}, notFound("comment")
+	}
+	refKey, goneKey := key(commentRefPK(ws, commentID), skMeta), key(goneCommentPK(ws, commentID), skMeta)
+	got, err := s.batchGet(ctx, s.table, []item{refKey, goneKey}, op)
+	if err != nil {
+		return store.DeleteResult{}, err
+	}
+	ref := got[keyID(commentRefPK(ws, commentID), skMeta)]
+	gone, replay, err := s.liveTombstone(got[keyID(goneCommentPK(ws, commentID), skMeta)], "comment")
+	if err != nil {
+		return store.DeleteResult{}, fail(op, err)
+	}
+	if ref == nil {
+		if replay {
+			return gone, nil
+		}
+		return store.DeleteResult{}, notFound("comment")
+	}
+	d := decoder{it: ref}
+	issueID, author := d.str("issue_id"), d.str("author")
+	if d.err != nil || !validPart(issueID) {
+		return store.DeleteResult{}, fail(op, errors.Join(d.err, errors.New("comment lookup without issue id")))
+	}
+	res := gone
+	if replay && s.now().Sub(gone.DeletedAt) < crashedAfter {
+		// The delete that wrote the tombstone may still be running: leave the work to
+		// it. Finishing beside it could decrement twice, since its count guard is
+		// cleared once it is done.
+		return gone, nil
+	}
+	if !replay {
+		// The comment itself must exist: a lookup item alone is the remains of a crashed
+		// create (see CreateComment) and was never counted.
+		body, err := s.get(ctx, s.table, key(issuePK(ws, issueID), skComment+commentID), op)
+		if err != nil {
+			return store.DeleteResult{}, err
+		}
+		if body == nil {
+			return store.DeleteResult{}, notFound("comment")
+		}
+		mine := store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: s.now().UTC(), Owner: author}
+		var won bool
+		res, won, err = s.putTombstone(ctx, goneCommentPK(ws, commentID), mine, op)
+		if err != nil {
+			return store.DeleteResult{}, err
+		}
+		if !won {
+			// Another delete got there first and carries the work on.
+			res.Replay = true
+			return res, nil
+		}
+	}
+	opID := "-" + commentID
+	if _, err := s.countComment(ctx, ws, issueID, opID, -1); err != nil {
+		return store.DeleteResult{}, err
+	}
+	if err := s.batchDelete(ctx, []item{key(issuePK(ws, issueID), skComment+commentID), refKey}, op); err != nil {
+		return store.DeleteResult{}, err
+	}
+	s.clearCountOp(ctx, ws, issueID, opID)
+	res.Replay = replay
+	return res, nil
+}

@@ -1,0 +1,429 @@
+// Package dynamo is the DynamoDB backend of store.Queries and auth.TokenStore.
+//
+// Layout (DESIGN.md section 6; the key schema itself is infra/tables): one main table
+// whose every partition key starts with "WS#<workspace>", so IAM dynamodb:LeadingKeys
+// can confine a role to one tenant, and a tokens table keyed by the secret's SHA-256.
+// The item kinds and their keys are listed in keys.go.
+//
+// There is no Scan and no TransactWriteItems anywhere (dynalite, the test server, has no
+// transactions, and they cost double). Multi-item writes are ordered so that a crash
+// between two of them leaves only something harmless (an unused issue number, a lookup
+// item that points at nothing), and every single write that the SDK may retry after a
+// lost response is made idempotent with a condition on a per-call nonce: a retried
+// request finds its own mark and does not apply twice. Each write says why in a comment.
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// API is the part of *dynamodb.Client the store uses.
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Retention of items that only answer repeats.
+const (
+	// TombstoneTTL is how long a delete's result is remembered (DESIGN.md 1a: >= 24 h).
+	TombstoneTTL = 25 * time.Hour
+)
+
+// Store implements store.Queries and auth.TokenStore on DynamoDB. Safe for concurrent use.
+type Store struct {
+	db           API
+	table        string
+	tokensTable  string
+	now          func() time.Time
+	log          *slog.Logger
+	cursorSecret []byte
+	sleep        func(ctx context.Context, d time.Duration) error
+}
+
+var (
+	_ store.Queries   = (*Store)(nil)
+	_ auth.TokenStore = (*Store)(nil)
+)
+
+// Option configures New.
+type Option func(*Store)
+
+// WithClock replaces time.Now (tests of expiry).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithCursorSecret makes every cursor carry an HMAC-SHA256 under secret, so a client can
+// neither forge a start key nor reuse a cursor across deployments with other secrets.
+// Every instance serving the same table must use the same secret. Without it, cursors
+// are still checked structurally (their keys must lie in the caller's own partition).
+func WithCursorSecret(secret []byte) Option {
+	return func(s *Store) { s.cursorSecret = append([]byte(nil), secret...) }
+}
+
+// New returns a store on the main table and the tokens table.
+func New(db API, mainTable, tokensTable string, opts ...Option) *Store {
+	s := &Store{
+		db:          db,
+		table:       mainTable,
+		tokensTable: tokensTable,
+		now:         time.Now,
+		log:         slog.Default(),
+		sleep:       sleepCtx,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (s *Store) orNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now().UTC()
+	}
+	return t.UTC()
+}
+
+// fail turns an SDK error into an apperr value: apperr values pass through, everything
+// else is internal_error (the SDK's text never reaches a client).
+func fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return apperr.Internal(fmt.Errorf("dynamo %s: %w", op, err))
+}
+
+// conditionFailed reports whether err is DynamoDB's ConditionalCheckFailedException.
+func conditionFailed(err error) bool {
+	var e *types.ConditionalCheckFailedException
+	return errors.As(err, &e)
+}
+
+// nonce returns a random token that marks one call's writes, so that a request the SDK
+// retries after losing the response recognises its own earlier effect.
+func nonce() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func notFound(what string) error { return apperr.Newf(apperr.NotFound, "%s not found", what) }
+
+// validPart reports whether s can be embedded in a key: non-empty, bounded, and free of
+// the '#' separator, so that no id can name a key outside the item kind it is used for.
+func validPart(s string) bool {
+	return s != "" && len(s) <= 512 && !strings.Contains(s, "#")
+}
+
+// checkWS refuses a workspace id that cannot be a key part. Workspace ids come from the
+// principal, so such an id has no data: it reads as not_found.
+func checkWS(ws string) error {
+	if !validPart(ws) {
+		return notFound("workspace")
+	}
+	return nil
+}
+
+// ---- attribute values ----
+
+type item = map[string]types.AttributeValue
+
+func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func avN(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func avTime(t time.Time) types.AttributeValue { return avS(fmtTime(t)) }
+
+func avStrings(v []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(v))
+	for i, x := range v {
+		l[i] = avS(x)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+func avSet(v ...string) types.AttributeValue { return &types.AttributeValueMemberSS{Value: v} }
+
+func avBytes(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
+
+func key(pk, sk string) item { return item{attrPK: avS(pk), attrSK: avS(sk)} }
+
+// fmtTime is the stored form of a time: UTC, fixed width with nanoseconds, so that the
+// strings sort like the times (GSI sort keys rely on it).
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// ttlOf is the epoch-seconds TTL attribute for an expiry.
+func ttlOf(t time.Time) types.AttributeValue { return avN(t.Unix()) }
+
+// decoder reads attributes of one item and remembers the first malformed one: a stored
+// item that does not decode is corruption, reported as internal_error.
+type decoder struct {
+	it  item
+	err error
+}
+
+func (d *decoder) fault(name string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("dynamo: item %v: attribute %q is malformed", d.keyString(), name)
+	}
+}
+
+func (d *decoder) keyString() string {
+	pk, _ := d.it[attrPK].(*types.AttributeValueMemberS)
+	sk, _ := d.it[attrSK].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return "?"
+	}
+	return pk.Value + "/" + sk.Value
+}
+
+// str returns a string attribute; absent is "".
+func (d *decoder) str(name string) string {
+	v, ok := d.it[name]
+	if !ok {
+		return ""
+	}
+	sv, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		d.fault(name)
+		return ""
+	}
+	return sv.Value
+}
+
+// has reports whether the attribute is present.
+func (d *decoder) has(name string) bool { _, ok := d.it[name]; return ok }
+
+// num returns a number attribute; absent is 0.
+func (d *decoder) num(name string) int64 {
+	v, ok := d.it[name]
+	if !ok {
+		return 0
+	}
+	nv, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		d.fault(name)
+		return 0
+	}
+	n, err := strconv.ParseInt(nv.Value, 10, 64)
+	if err != nil {
+		d.fault(name)
+	}
+	return n
+}
+
+// time returns a time attribute; absent is the zero time.
+func (d *decoder) time(name string) time.Time {
+	s := d.str(name)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		d.fault(name)
+	}
+	return t.UTC()
+}
+
+// strings returns a list-of-strings attribute; absent is an empty (non-nil) slice.
+func (d *decoder) strings(name string) []string {
+	out := []string{}
+	v, ok := d.it[name]
+	if !ok {
+		return out
+	}
+	lv, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		d.fault(name)
+		return out
+	}
+	for _, e := range lv.Value {
+		sv, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			d.fault(name)
+			return out
+		}
+		out = append(out, sv.Value)
+	}
+	return out
+}
+
+// set returns a string-set attribute; absent is nil.
+func (d *decoder) set(name string) []string {
+	v, ok := d.it[name]
+	if !ok {
+		return nil
+	}
+	sv, ok := v.(*types.AttributeValueMemberSS)
+	if !ok {
+		d.fault(name)
+		return nil
+	}
+	return sv.Value
+}
+
+// bytes returns a binary attribute; absent is nil.
+func (d *decoder) bytes(name string) []byte {
+	v, ok := d.it[name]
+	if !ok {
+		return nil
+	}
+	bv, ok := v.(*types.AttributeValueMemberB)
+	if !ok {
+		d.fault(name)
+		return nil
+	}
+	return bv.Value
+}
+
+// ---- small request helpers ----
+
+// get reads one item with a strongly consistent read; nil when absent. Reads follow
+// writes in the same call chain (update after read, delete after create), so an
+// eventually consistent read could act on a stale version.
+func (s *Store) get(ctx context.Context, table string, k item, op string) (item, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(table),
+		Key:            k,
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fail(op, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// batchGet reads up to 100 keys of one table consistently, retrying unprocessed keys.
+// Results come keyed by "PK/SK".
+func (s *Store) batchGet(ctx context.Context, table string, keys []item, op string) (map[string]item, error) {
+	out := make(map[string]item, len(keys))
+	pending := keys
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			if attempt > maxBatchAttempts {
+				return nil, fail(op, errors.New("unprocessed keys after retries"))
+			}
+			if err := s.sleep(ctx, backoff(attempt)); err != nil {
+				return nil, fail(op, err)
+			}
+		}
+		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{
+				table: {Keys: pending, ConsistentRead: aws.Bool(true)},
+			},
+		})
+		if err != nil {
+			return nil, fail(op, err)
+		}
+		for _, it := range res.Responses[table] {
+			d := decoder{it: it}
+			out[d.keyString()] = it
+		}
+		pending = res.UnprocessedKeys[table].Keys
+	}
+	return out, nil
+}
+
+func keyID(pk, sk string) string { return pk + "/" + sk }
+
+// maxBatchAttempts bounds the retries of unprocessed batch items.
+const maxBatchAttempts = 8
+
+// backoff is the wait before retry attempt n (1-based) of unprocessed batch items:
+// exponential from 20 ms, capped at 1 s.
+func backoff(n int) time.Duration {
+	d := 20 * time.Millisecond << min(n-1, 6)
+	return min(d, time.Second)
+}
+
+// batchDelete deletes keys of the main table in BatchWriteItem calls of 25, retrying
+// unprocessed items with backoff. Deletes are idempotent, so a retried batch is safe.
+func (s *Store) batchDelete(ctx context.Context, keys []item, op string) error {
+	for start := 0; start < len(keys); start += 25 {
+		var reqs []types.WriteRequest
+		for _, k := range keys[start:min(start+25, len(keys))] {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+		}
+		for attempt := 0; len(reqs) > 0; attempt++ {
+			if attempt > 0 {
+				if attempt > maxBatchAttempts {
+					return fail(op, errors.New("unprocessed deletes after retries"))
+				}
+				if err := s.sleep(ctx, backoff(attempt)); err != nil {
+					return fail(op, err)
+				}
+			}
+			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems: map[string][]types.WriteRequest{s.table: reqs},
+			})
+			if err != nil {
+				return fail(op, err)
+			}
+			reqs = out.UnprocessedItems[s.table]
+		}
+	}
+	return nil
+}
+
+// queryAll runs a query to its end, following LastEvaluatedKey. For small lists only
+// (agents, tokens, a workspace's usage span).
+func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, op string) ([]item, error) {
+	var items []item
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, fail(op, err)
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

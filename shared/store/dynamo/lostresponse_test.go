@@ -1,0 +1,277 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// dropper is an http.RoundTripper in front of the real transport. When armed, the
+// first request that matches reaches dynalite and is applied there, but its response
+// is thrown away and the SDK sees a connection reset: exactly a response lost on the
+// wire, which the SDK answers by sending the request again.
+type dropper struct {
+	next http.RoundTripper
+
+	mu    sync.Mutex
+	match func(op string, body string) bool
+	fired []string
+}
+
+// arm makes the next request of operation op whose body contains every one of parts
+// lose its response.
+func (d *dropper) arm(op string, parts ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fired = nil
+	d.match = func(gotOp, body string) bool {
+		if gotOp != op {
+			return false
+		}
+		for _, p := range parts {
+			if !strings.Contains(body, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// firedOps returns what was dropped since arm.
+func (d *dropper) firedOps() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.fired...)
+}
+
+func (d *dropper) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		body = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	d.mu.Lock()
+	drop := d.match != nil && d.match(op, string(body))
+	if drop {
+		d.match = nil // once per arm
+		d.fired = append(d.fired, op)
+	}
+	d.mu.Unlock()
+
+	resp, err := d.next.RoundTrip(req)
+	if err != nil || !drop {
+		return resp, err
+	}
+	// The server has applied the request; the client never learns it.
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+func TestLostResponseAppliesOnce(t *testing.T) {
+	dr := &dropper{next: http.DefaultTransport.(*http.Transport).Clone()}
+	e := newEnv(t, envConfig{transport: func(cfg *aws.Config) {
+		cfg.HTTPClient = &http.Client{Transport: dr}
+	}})
+	ctx := t.Context()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+
+	// setup makes a workspace with one issue, AAC-1.
+	setup := func(t *testing.T) fixture {
+		t.Helper()
+		ws := "ws_lost_" + strings.ToLower(store.NewULID())
+		if _, err := e.store.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: "AAC", Name: "lost", CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		is, err := e.store.CreateIssue(ctx, ws, store.NewIssue{Title: "t", Status: "open", Priority: "low", CreatedBy: "u", CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fixture{ws: ws, issue: is}
+	}
+
+	tests := []struct {
+		name  string
+		op    string   // DynamoDB operation whose response is lost
+		parts []string // strings the request body must contain
+		act   func(t *testing.T, f fixture) error
+		check func(t *testing.T, f fixture)
+	}{
+		{
+			name: "CreateIssue counter", op: "UpdateItem", parts: []string{"issue_seq"},
+			act: func(t *testing.T, f fixture) error {
+				is, err := e.store.CreateIssue(ctx, f.ws, store.NewIssue{Title: "second", Status: "open", Priority: "low", CreatedBy: "u", CreatedAt: at})
+				if err == nil && is.Key != "AAC-2" {
+					t.Errorf("key = %s, want AAC-2", is.Key)
+				}
+				return err
+			},
+			check: func(t *testing.T, f fixture) { wantNextKey(t, e.store, f.ws, "AAC-3") },
+		},
+		{
+			name: "CreateIssue key item", op: "PutItem", parts: []string{`#KEY#AAC-2`},
+			act: func(t *testing.T, f fixture) error {
+				_, err := e.store.CreateIssue(ctx, f.ws, store.NewIssue{Title: "second", Status: "open", Priority: "low", CreatedBy: "u", CreatedAt: at})
+				return err
+			},
+			check: func(t *testing.T, f fixture) {
+				if is, err := e.store.GetIssue(ctx, f.ws, "AAC-2"); err != nil || is.Title != "second" {
+					t.Errorf("GetIssue(AAC-2) = %+v, %v", is, err)
+				}
+				wantNextKey(t, e.store, f.ws, "AAC-3")
+			},
+		},
+		{
+			name: "CreateIssue issue item", op: "PutItem", parts: []string{`"title_lc"`},
+			act: func(t *testing.T, f fixture) error {
+				_, err := e.store.CreateIssue(ctx, f.ws, store.NewIssue{Title: "second", Status: "open", Priority: "low", CreatedBy: "u", CreatedAt: at})
+				return err
+			},
+			check: func(t *testing.T, f fixture) {
+				page, err := e.store.ListIssues(ctx, f.ws, store.IssueFilter{})
+				if err != nil || len(page.Issues) != 2 {
+					t.Errorf("ListIssues = %d issues, %v; want 2", len(page.Issues), err)
+				}
+			},
+		},
+		{
+			name: "CreateComment comment_count", op: "UpdateItem", parts: []string{"comment_count", "+"},
+			act: func(t *testing.T, f fixture) error {
+				_, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "hi", CreatedAt: at})
+				return err
+			},
+			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
+		},
+		{
+			name: "CreateComment comment item", op: "PutItem", parts: []string{`"body"`},
+			act: func(t *testing.T, f fixture) error {
+				_, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "hi", CreatedAt: at})
+				return err
+			},
+			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
+		},
+		{
+			name: "DeleteComment comment_count", op: "UpdateItem", parts: []string{"comment_count", `"-`},
+			act: func(t *testing.T, f fixture) error {
+				c, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "a", CreatedAt: at})
+				if err != nil {
+					return err
+				}
+				if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
+					return err
+				}
+				res, err := e.store.DeleteComment(ctx, f.ws, c.ID)
+				if err == nil && (res.Replay || res.ID != c.ID) {
+					t.Errorf("DeleteComment = %+v", res)
+				}
+				return err
+			},
+			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
+		},
+		{
+			name: "UpdateIssue version", op: "UpdateItem", parts: []string{"upd_nonce"},
+			act: func(t *testing.T, f fixture) error {
+				title := "renamed"
+				is, changed, err := e.store.UpdateIssue(ctx, f.ws, f.issue.ID, store.IssuePatch{Title: &title, ExpectedVersion: aws.Int64(1), UpdatedAt: at.Add(time.Second)})
+				if err == nil && (!changed || is.Version != 2 || is.Title != title) {
+					t.Errorf("UpdateIssue = %+v, changed %v; want version 2, changed", is, changed)
+				}
+				return err
+			},
+			check: func(t *testing.T, f fixture) {
+				if is, err := e.store.GetIssue(ctx, f.ws, f.issue.ID); err != nil || is.Version != 2 || is.Title != "renamed" {
+					t.Errorf("GetIssue = %+v, %v; want version 2", is, err)
+				}
+			},
+		},
+		{
+			name: "UpdateUsage calls", op: "UpdateItem", parts: []string{"calls", "evs"},
+			act: func(t *testing.T, f fixture) error {
+				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "denied", EventID: store.NewULID()})
+			},
+			check: func(t *testing.T, f fixture) {
+				wantUsage(t, e.store, f.ws, store.UsageRow{Date: "2026-01-02", Tool: "get_issue", Calls: 1, Denied: 1})
+			},
+		},
+		{
+			name: "UpdateUsage event marker", op: "PutItem", parts: []string{"#USAGEEV#"},
+			act: func(t *testing.T, f fixture) error {
+				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "success", EventID: store.NewULID()})
+			},
+			check: func(t *testing.T, f fixture) {
+				wantUsage(t, e.store, f.ws, store.UsageRow{Date: "2026-01-02", Tool: "get_issue", Calls: 1})
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := setup(t)
+			e.calls.Reset()
+			dr.arm(tc.op, tc.parts...)
+			if err := tc.act(t, f); err != nil {
+				t.Fatalf("call whose response was lost: %v", err)
+			}
+			if got := dr.firedOps(); len(got) != 1 {
+				t.Fatalf("dropped responses = %v, want one %s (the test did not exercise a retry)", got, tc.op)
+			}
+			if calls, attempts := e.calls.Calls()[tc.op], e.calls.Attempts()[tc.op]; attempts != calls+1 {
+				t.Errorf("%s: %d calls, %d attempts; want exactly one retry", tc.op, calls, attempts)
+			}
+			dr.arm("none")
+			tc.check(t, f)
+		})
+	}
+}
+
+// wantNextKey checks the counter moved once per create: the next create gets want.
+func wantNextKey(t *testing.T, s store.Queries, ws, want string) {
+	t.Helper()
+	is, err := s.CreateIssue(context.Background(), ws, store.NewIssue{Title: "probe", Status: "open", Priority: "low", CreatedBy: "u"})
+	if err != nil || is.Key != want {
+		t.Errorf("next CreateIssue = %q, %v; want key %s", is.Key, err, want)
+	}
+}
+
+// fixture is a workspace with one issue, AAC-1.
+type fixture struct {
+	ws    string
+	issue store.Issue
+}
+
+// wantComments checks the issue's comment_count and its listed comments are both n.
+func wantComments(t *testing.T, s store.Queries, f fixture, n int64) {
+	t.Helper()
+	is, err := s.GetIssue(context.Background(), f.ws, f.issue.ID)
+	if err != nil || is.CommentCount != n {
+		t.Errorf("comment_count = %d, %v; want %d", is.CommentCount, err, n)
+	}
+	page, err := s.ListComments(context.Background(), f.ws, f.issue.ID, store.PageRequest{})
+	if err != nil || int64(len(page.Comments)) != n {
+		t.Errorf("ListComments = %d comments, %v; want %d", len(page.Comments), err, n)
+	}
+}
+
+func wantUsage(t *testing.T, s store.Queries, ws string, want store.UsageRow) {
+	t.Helper()
+	rows, err := s.ListUsage(context.Background(), ws, want.Date, want.Date)
+	if err != nil || len(rows) != 1 || rows[0] != want {
+		t.Errorf("ListUsage = %+v, %v; want [%+v]", rows, err, want)
+	}
+}

@@ -1,0 +1,213 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+func decodeToken(it item) (auth.TokenRecord, error) {
+	d := decoder{it: it}
+	t := auth.TokenRecord{
+		Hash:        d.str("hash"),
+		TokenID:     d.str("token_id"),
+		Name:        d.str("name"),
+		WorkspaceID: d.str("workspace_id"),
+		UserID:      d.str("user_id"),
+		Scopes:      d.strings("scopes"),
+		CreatedAt:   d.time("created_at"),
+		ExpiresAt:   d.time("expires_at"),
+	}
+	if d.has("revoked_at") {
+		at := d.time("revoked_at")
+		t.RevokedAt = &at
+	}
+	return t, d.err
+}
+
+// CreateToken implements auth.TokenStore.
+//
+// Writes, in this order: (1) the id item (TOKENID#<id> -> hash), (2) the token item.
+// Both are conditional puts carrying a per-call nonce (a retried request passes its own
+// condition). The token becomes usable only at (2); a crash after (1) leaves an id item
+// whose token does not exist, which revoke and list treat as absent.
+func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
+	const op = "CreateToken"
+	if !validPart(t.Hash) || !validPart(t.TokenID) || checkWS(t.WorkspaceID) != nil || !validPart(t.UserID) {
+		return apperr.New(apperr.InvalidArguments, "token needs a hash, id, workspace and user without '#'")
+	}
+	t.CreatedAt = s.orNow(t.CreatedAt)
+	n := nonce()
+	listSK := tokenListSK(t.CreatedAt, t.TokenID)
+	idItem := item{
+		attrPK: avS(tokenIDPK(t.TokenID)), attrSK: avS(skTokenID),
+		attrGSI1PK: avS(allTokensPK), attrGSI1SK: avS(listSK),
+		"hash": avS(t.Hash), "workspace_id": avS(t.WorkspaceID), "nonce": avS(n),
+	}
+	tok := item{
+		attrPK: avS(tokenPK(t.Hash)), attrSK: avS(skToken),
+		attrGSI1PK: avS(tokenListPK(t.WorkspaceID)), attrGSI1SK: avS(listSK),
+		"hash": avS(t.Hash), "token_id": avS(t.TokenID), "name": avS(t.Name),
+		"workspace_id": avS(t.WorkspaceID), "user_id": avS(t.UserID), "scopes": avStrings(t.Scopes),
+		"created_at": avTime(t.CreatedAt), "expires_at": avTime(t.ExpiresAt), "nonce": avS(n),
+	}
+	if t.RevokedAt != nil {
+		tok["revoked_at"] = avTime(*t.RevokedAt)
+	}
+	put := func(it item) error {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 aws.String(s.tokensTable),
+			Item:                      it,
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+			ExpressionAttributeValues: item{":n": avS(n)},
+		})
+		if conditionFailed(err) {
+			return apperr.New(apperr.Conflict, "a token with this id or secret exists")
+		}
+		return fail(op, err)
+	}
+	if err := put(idItem); err != nil {
+		return err
+	}
+	if err := put(tok); err != nil {
+		// The secret is taken (astronomically unlikely for a random secret): release
+		// the id claimed at (1).
+		if _, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 aws.String(s.tokensTable),
+			Key:                       key(tokenIDPK(t.TokenID), skTokenID),
+			ConditionExpression:       aws.String("nonce = :n"),
+			ExpressionAttributeValues: item{":n": avS(n)},
+		}); derr != nil && !conditionFailed(derr) {
+			s.log.WarnContext(ctx, "dynamo: could not release a token id", "token_id", t.TokenID, "err", derr)
+		}
+		return err
+	}
+	return nil
+}
+
+// GetTokenByHash implements auth.TokenStore. The read is strongly consistent so that a
+// revocation takes effect on the next call.
+func (s *Store) GetTokenByHash(ctx context.Context, hash string) (auth.TokenRecord, error) {
+	if !validPart(hash) {
+		return auth.TokenRecord{}, notFound("token")
+	}
+	it, err := s.get(ctx, s.tokensTable, key(tokenPK(hash), skToken), "GetTokenByHash")
+	if err != nil {
+		return auth.TokenRecord{}, err
+	}
+	if it == nil {
+		return auth.TokenRecord{}, notFound("token")
+	}
+	t, err := decodeToken(it)
+	return t, fail("GetTokenByHash", err)
+}
+
+// ListTokens implements auth.TokenStore, newest first. A workspace's tokens come from
+// its GSI1 partition; all tokens ("" workspace, admin CLI only) from the id items'
+// partition, then the records by batch reads.
+func (s *Store) ListTokens(ctx context.Context, ws string) ([]auth.TokenRecord, error) {
+	const op = "ListTokens"
+	out := []auth.TokenRecord{}
+	if ws != "" {
+		if checkWS(ws) != nil {
+			return out, nil
+		}
+		items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.tokensTable),
+			IndexName:                 aws.String(indexGSI1),
+			KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+			ExpressionAttributeValues: item{":pk": avS(tokenListPK(ws))},
+			ScanIndexForward:          aws.Bool(false),
+		}, op)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			t, err := decodeToken(it)
+			if err != nil {
+				return nil, fail(op, err)
+			}
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	ids, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tokensTable),
+		IndexName:                 aws.String(indexGSI1),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: item{":pk": avS(allTokensPK)},
+		ScanIndexForward:          aws.Bool(false),
+	}, op)
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(ids); start += 100 {
+		chunk := ids[start:min(start+100, len(ids))]
+		keys := make([]item, 0, len(chunk))
+		for _, it := range chunk {
+			d := decoder{it: it}
+			keys = append(keys, key(tokenPK(d.str("hash")), skToken))
+		}
+		got, err := s.batchGet(ctx, s.tokensTable, keys, op)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys { // keep the index's order
+			d := decoder{it: k}
+			it := got[keyID(d.str(attrPK), skToken)]
+			if it == nil {
+				continue // id item of a create that crashed before its token
+			}
+			t, err := decodeToken(it)
+			if err != nil {
+				return nil, fail(op, err)
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// UpdateTokenRevoked implements auth.TokenStore. if_not_exists keeps the first
+// revocation time, which also makes a retried request harmless.
+func (s *Store) UpdateTokenRevoked(ctx context.Context, tokenID string, at time.Time) (auth.TokenRecord, error) {
+	const op = "UpdateTokenRevoked"
+	if !validPart(tokenID) {
+		return auth.TokenRecord{}, notFound("token")
+	}
+	idIt, err := s.get(ctx, s.tokensTable, key(tokenIDPK(tokenID), skTokenID), op)
+	if err != nil {
+		return auth.TokenRecord{}, err
+	}
+	if idIt == nil {
+		return auth.TokenRecord{}, notFound("token")
+	}
+	d := decoder{it: idIt}
+	hash := d.str("hash")
+	if d.err != nil || !validPart(hash) {
+		return auth.TokenRecord{}, fail(op, errors.Join(d.err, errors.New("token id item without hash")))
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tokensTable),
+		Key:                       key(tokenPK(hash), skToken),
+		UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: item{":at": avTime(s.orNow(at))},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if conditionFailed(err) {
+		return auth.TokenRecord{}, notFound("token")
+	}
+	if err != nil {
+		return auth.TokenRecord{}, fail(op, err)
+	}
+	t, err := decodeToken(out.Attributes)
+	return t, fail(op, err)
+}

@@ -1,0 +1,245 @@
+package dynamo
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func decodeWorkspace(it item) (store.Workspace, error) {
+	d := decoder{it: it}
+	w := store.Workspace{ID: d.str("id"), Key: d.str("key"), Name: d.str("name"), CreatedAt: d.time("created_at")}
+	return w, d.err
+}
+
+// GetWorkspace implements store.Reader.
+func (s *Store) GetWorkspace(ctx context.Context, ws string) (store.Workspace, error) {
+	if err := checkWS(ws); err != nil {
+		return store.Workspace{}, err
+	}
+	it, err := s.get(ctx, s.table, key(wsPK(ws), skMeta), "GetWorkspace")
+	if err != nil {
+		return store.Workspace{}, err
+	}
+	if it == nil {
+		return store.Workspace{}, notFound("workspace")
+	}
+	w, err := decodeWorkspace(it)
+	return w, fail("GetWorkspace", err)
+}
+
+// CreateWorkspace implements store.Writer.
+func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Workspace, error) {
+	if !validPart(w.ID) {
+		return store.Workspace{}, apperr.New(apperr.InvalidArguments, "workspace id is required and must not contain '#'")
+	}
+	if !store.ValidWorkspaceKey(w.Key) {
+		return store.Workspace{}, apperr.New(apperr.InvalidArguments,
+			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
+	}
+	w.CreatedAt = s.orNow(w.CreatedAt)
+	n := nonce()
+	it := key(wsPK(w.ID), skMeta)
+	it["id"], it["key"], it["name"], it["created_at"] = avS(w.ID), avS(w.Key), avS(w.Name), avTime(w.CreatedAt)
+	it["issue_seq"] = avN(0)
+	it["nonce"] = avS(n)
+	// The nonce lets a retry of this very request (response lost) pass the condition
+	// instead of reporting its own workspace as a conflict.
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+		ExpressionAttributeValues: item{":n": avS(n)},
+	})
+	if conditionFailed(err) {
+		return store.Workspace{}, apperr.Newf(apperr.Conflict, "workspace %q already exists", w.ID)
+	}
+	if err != nil {
+		return store.Workspace{}, fail("CreateWorkspace", err)
+	}
+	return w, nil
+}
+
+// workspaceExists is the foreign-key check of members and agents.
+func (s *Store) workspaceExists(ctx context.Context, ws, op string) error {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:            aws.String(s.table),
+		Key:                  key(wsPK(ws), skMeta),
+		ProjectionExpression: aws.String("PK"),
+	})
+	if err != nil {
+		return fail(op, err)
+	}
+	if len(out.Item) == 0 {
+		return notFound("workspace")
+	}
+	return nil
+}
+
+func decodeMember(ws string, it item) (store.Member, error) {
+	d := decoder{it: it}
+	m := store.Member{WorkspaceID: ws, UserID: d.str("user_id"), Role: store.Role(d.str("role")), CreatedAt: d.time("created_at")}
+	return m, d.err
+}
+
+// GetMember implements store.Reader.
+func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
+	if err := checkWS(ws); err != nil || !validPart(user) {
+		return store.Member{}, notFound("member")
+	}
+	it, err := s.get(ctx, s.table, key(wsPK(ws), skMember+user), "GetMember")
+	if err != nil {
+		return store.Member{}, err
+	}
+	if it == nil {
+		return store.Member{}, notFound("member")
+	}
+	m, err := decodeMember(ws, it)
+	return m, fail("GetMember", err)
+}
+
+// UpdateMember implements store.Writer. Replacing a member keeps its created_at.
+func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
+	if !validPart(m.UserID) {
+		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required and must not contain '#'")
+	}
+	if !m.Role.Valid() {
+		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
+	}
+	if err := checkWS(m.WorkspaceID); err != nil {
+		return store.Member{}, err
+	}
+	if err := s.workspaceExists(ctx, m.WorkspaceID, "UpdateMember"); err != nil {
+		return store.Member{}, err
+	}
+	m.CreatedAt = s.orNow(m.CreatedAt)
+	// SET is idempotent: a retried request writes the same values again.
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(wsPK(m.WorkspaceID), skMember+m.UserID),
+		UpdateExpression:         aws.String("SET user_id = :u, #role = :r, created_at = if_not_exists(created_at, :c)"),
+		ExpressionAttributeNames: map[string]string{"#role": "role"},
+		ExpressionAttributeValues: item{
+			":u": avS(m.UserID), ":r": avS(string(m.Role)), ":c": avTime(m.CreatedAt),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return store.Member{}, fail("UpdateMember", err)
+	}
+	got, err := decodeMember(m.WorkspaceID, out.Attributes)
+	return got, fail("UpdateMember", err)
+}
+
+// DeleteMember implements store.Writer.
+func (s *Store) DeleteMember(ctx context.Context, ws, user string) error {
+	if err := checkWS(ws); err != nil || !validPart(user) {
+		return notFound("member")
+	}
+	// Read, then delete unconditionally: a conditional delete would answer a retry of
+	// itself (first response lost) with not_found although it succeeded.
+	k := key(wsPK(ws), skMember+user)
+	it, err := s.get(ctx, s.table, k, "DeleteMember")
+	if err != nil {
+		return err
+	}
+	if it == nil {
+		return notFound("member")
+	}
+	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: k})
+	return fail("DeleteMember", err)
+}
+
+func decodeAgent(ws string, it item) (store.Agent, error) {
+	d := decoder{it: it}
+	a := store.Agent{WorkspaceID: ws, ID: d.str("agent_id"), Name: d.str("name"), CreatedAt: d.time("created_at")}
+	return a, d.err
+}
+
+// GetAgent implements store.Reader.
+func (s *Store) GetAgent(ctx context.Context, ws, agent string) (store.Agent, error) {
+	if err := checkWS(ws); err != nil || !validPart(agent) {
+		return store.Agent{}, notFound("agent")
+	}
+	it, err := s.get(ctx, s.table, key(wsPK(ws), skAgent+agent), "GetAgent")
+	if err != nil {
+		return store.Agent{}, err
+	}
+	if it == nil {
+		return store.Agent{}, notFound("agent")
+	}
+	a, err := decodeAgent(ws, it)
+	return a, fail("GetAgent", err)
+}
+
+// ListAgents implements store.Reader; agents come ordered by id (the sort key).
+func (s *Store) ListAgents(ctx context.Context, ws string) ([]store.Agent, error) {
+	if err := checkWS(ws); err != nil {
+		return []store.Agent{}, nil
+	}
+	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
+		ExpressionAttributeValues: item{
+			":pk": avS(wsPK(ws)), ":p": avS(skAgent),
+		},
+		ConsistentRead: aws.Bool(true),
+	}, "ListAgents")
+	if err != nil {
+		return nil, err
+	}
+	agents := make([]store.Agent, 0, len(items))
+	for _, it := range items {
+		a, err := decodeAgent(ws, it)
+		if err != nil {
+			return nil, fail("ListAgents", err)
+		}
+		agents = append(agents, a)
+	}
+	return agents, nil
+}
+
+// CreateAgent implements store.Writer: it creates or replaces (the name); a replaced
+// agent keeps its created_at.
+func (s *Store) CreateAgent(ctx context.Context, a store.Agent) (store.Agent, error) {
+	if !validPart(a.ID) {
+		return store.Agent{}, apperr.New(apperr.InvalidArguments, "agent id is required and must not contain '#'")
+	}
+	if err := checkWS(a.WorkspaceID); err != nil {
+		return store.Agent{}, err
+	}
+	if err := s.workspaceExists(ctx, a.WorkspaceID, "CreateAgent"); err != nil {
+		return store.Agent{}, err
+	}
+	a.CreatedAt = s.orNow(a.CreatedAt)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(wsPK(a.WorkspaceID), skAgent+a.ID),
+		UpdateExpression:         aws.String("SET agent_id = :i, #name = :n, created_at = if_not_exists(created_at, :c)"),
+		ExpressionAttributeNames: map[string]string{"#name": "name"},
+		ExpressionAttributeValues: item{
+			":i": avS(a.ID), ":n": avS(a.Name), ":c": avTime(a.CreatedAt),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return store.Agent{}, fail("CreateAgent", err)
+	}
+	got, err := decodeAgent(a.WorkspaceID, out.Attributes)
+	return got, fail("CreateAgent", err)
+}
+
+// trimPrefix is strings.CutPrefix returning "" when the prefix is absent.
+func trimPrefix(s, p string) string {
+	r, ok := strings.CutPrefix(s, p)
+	if !ok {
+		return ""
+	}
+	return r
+}
