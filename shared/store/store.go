@@ -245,6 +245,11 @@ type DeleteResult struct {
 	DeletedAt time.Time `json:"-"`
 	// Replay is true when the item was already deleted and the tombstone answered.
 	Replay bool `json:"-"`
+	// Owner is the deleted issue's created_by or the comment's author. Backends keep it
+	// in the tombstone and return it on every repeat, because a repeat is judged by the
+	// same permission rule as the first delete (admin or owner) and the item itself is
+	// gone by then.
+	Owner string `json:"-"`
 }
 
 // Autopilot run statuses.

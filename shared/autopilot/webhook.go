@@ -1,0 +1,318 @@
+package autopilot
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Webhook headers. The signature covers the exact body bytes; receivers verify it with
+// Verify before parsing the body, and deduplicate on Idempotency-Key (the run id), since
+// a retried POST whose answer was lost arrives twice.
+const (
+	HeaderSignature      = "X-AAC-Signature"
+	HeaderTimestamp      = "X-AAC-Timestamp"
+	HeaderIdempotencyKey = "Idempotency-Key"
+	signaturePrefix      = "sha256="
+)
+
+// Defaults keep a dispatch well inside an API Gateway / Lambda request budget.
+const (
+	defaultAttempts   = 3
+	defaultBaseDelay  = 200 * time.Millisecond
+	defaultMaxDelay   = 2 * time.Second
+	defaultTimeout    = 10 * time.Second
+	maxDrainBytes     = 4 << 10
+	maxAllowedAttempt = 10
+)
+
+// Webhook POSTs jobs to the agent runner.
+type Webhook struct {
+	url       string
+	secret    []byte
+	client    *http.Client
+	attempts  int
+	baseDelay time.Duration
+	maxDelay  time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	// configErr is set when the URL or secret is unusable; Dispatch then fails without
+	// touching the network and Validate reports it at startup.
+	configErr error
+}
+
+// Option configures a Webhook.
+type Option func(*Webhook)
+
+// WithAttempts sets how many times a delivery is tried in all (1..10; default 3).
+func WithAttempts(n int) Option {
+	return func(w *Webhook) { w.attempts = min(max(n, 1), maxAllowedAttempt) }
+}
+
+// WithBackoff sets the delay before the first retry and the cap of every delay
+// (default 200ms and 2s). Delays double per retry, with jitter.
+func WithBackoff(base, maxDelay time.Duration) Option {
+	return func(w *Webhook) {
+		if base > 0 {
+			w.baseDelay = base
+		}
+		if maxDelay >= w.baseDelay {
+			w.maxDelay = maxDelay
+		}
+	}
+}
+
+// WithClock sets the clock used for the X-AAC-Timestamp header.
+func WithClock(now func() time.Time) Option {
+	return func(w *Webhook) {
+		if now != nil {
+			w.now = now
+		}
+	}
+}
+
+// WithLogger sets the logger for delivery failures (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(w *Webhook) {
+		if l != nil {
+			w.log = l
+		}
+	}
+}
+
+// NewWebhook returns a dispatcher that POSTs to rawURL. The URL must be https, or http on
+// a loopback host (tests, local runners). client may be nil (a client with a 10 s
+// timeout is used). Redirects are never followed: a redirect would replay the signed
+// job to a host nobody configured. A bad URL or an empty secret does not fail here;
+// call Validate at startup, and Dispatch refuses to send.
+func NewWebhook(rawURL string, secret []byte, client *http.Client, opts ...Option) *Webhook {
+	var c http.Client
+	if client != nil {
+		c = *client
+	} else {
+		c.Timeout = defaultTimeout
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	w := &Webhook{
+		url:       rawURL,
+		secret:    bytes.Clone(secret),
+		client:    &c,
+		attempts:  defaultAttempts,
+		baseDelay: defaultBaseDelay,
+		maxDelay:  defaultMaxDelay,
+		now:       time.Now,
+		log:       slog.Default(),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	if err := ValidateURL(rawURL); err != nil {
+		w.configErr = err
+	} else if len(secret) == 0 {
+		w.configErr = errors.New("autopilot webhook: a signing secret is required")
+	}
+	return w
+}
+
+// Validate reports whether the webhook is usable (URL allowed, secret set).
+func (w *Webhook) Validate() error { return w.configErr }
+
+// ValidateURL checks that rawURL is an absolute https URL, or http on a loopback host.
+func ValidateURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return errors.New("autopilot webhook: the URL does not parse")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return errors.New("autopilot webhook: the URL needs a host")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+		return errors.New("autopilot webhook: plain http is allowed only on a loopback host; use https")
+	default:
+		return errors.New("autopilot webhook: the URL scheme must be https")
+	}
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Sign returns the X-AAC-Signature value of body: "sha256=" and the hex HMAC-SHA256.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return signaturePrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether header is a valid signature of body, in constant time. It is
+// what an agent runner written in Go calls before trusting a job.
+func Verify(secret, body []byte, header string) bool {
+	got, ok := strings.CutPrefix(header, signaturePrefix)
+	if !ok {
+		return false
+	}
+	mac, err := hex.DecodeString(got)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return hmac.Equal(mac, m.Sum(nil))
+}
+
+// Dispatch POSTs the job. Network errors, 5xx and 429 are retried with backoff up to
+// the configured attempts; a retry that cannot start before ctx's deadline is not
+// tried. Any other status outside 2xx fails at once: the runner refused the job and
+// sending it again will not help.
+func (w *Webhook) Dispatch(ctx context.Context, j Job) error {
+	if w.configErr != nil {
+		return &DispatchError{Reason: "agent runner webhook is misconfigured", cause: w.configErr}
+	}
+	body, err := json.Marshal(j)
+	if err != nil {
+		return &DispatchError{Reason: "job could not be encoded", cause: err}
+	}
+	sig := Sign(w.secret, body)
+
+	var last *DispatchError
+	var retryAfter time.Duration
+	for attempt := 1; attempt <= w.attempts; attempt++ {
+		if attempt > 1 {
+			wait := w.delay(attempt-1, retryAfter)
+			if wait < 0 || !w.sleep(ctx, wait) {
+				break
+			}
+		}
+		status, ra, err := w.send(ctx, body, sig, j.RunID)
+		if err == nil && status >= 200 && status < 300 {
+			return nil
+		}
+		retryAfter = ra
+		last = &DispatchError{Attempts: attempt, StatusCode: status, cause: err}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			last.Reason = "dispatch cancelled"
+		case err != nil:
+			last.Reason = "agent runner unreachable"
+		default:
+			last.cause = fmt.Errorf("agent runner status %d", status)
+		}
+		w.log.LogAttrs(ctx, slog.LevelWarn, "autopilot webhook attempt failed",
+			slog.String("run_id", j.RunID), slog.Int("attempt", attempt),
+			slog.Int("status", status), slog.Any("error", err))
+		if !retryable(status, err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return last
+}
+
+// send makes one attempt. It returns the status (0 without a response) and the
+// runner's Retry-After, if any.
+func (w *Webhook) send(ctx context.Context, body []byte, sig, runID string) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "aacmcp-autopilot/1")
+	req.Header.Set(HeaderIdempotencyKey, runID)
+	req.Header.Set(HeaderSignature, sig)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(w.now().Unix(), 10))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Drain a little so the connection can be reused; the body itself is not needed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBytes))
+	_ = resp.Body.Close()
+	return resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), w.now()), nil
+}
+
+func retryable(status int, err error) bool {
+	if err != nil {
+		return true
+	}
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// delay is the wait before retry n (1-based): exponential with jitter in [d/2, d], capped,
+// or the runner's Retry-After when it gave one. It returns -1 when Retry-After asks for
+// more than the cap: waiting that long would outlive the caller's request.
+func (w *Webhook) delay(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		if retryAfter > w.maxDelay {
+			return -1
+		}
+		return retryAfter
+	}
+	d := w.baseDelay << min(n-1, 16)
+	if d <= 0 || d > w.maxDelay {
+		d = w.maxDelay
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// sleep waits d, and reports false when ctx ends first or its deadline would pass
+// before the wait is over (no point starting an attempt that cannot finish).
+func (w *Webhook) sleep(ctx context.Context, d time.Duration) bool {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date. Garbage,
+// negative values and past dates give 0 (no hint).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		// Anything beyond a day is as good as "not now"; capping avoids overflow.
+		return time.Duration(min(secs, int64(24*time.Hour/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

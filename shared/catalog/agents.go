@@ -1,0 +1,63 @@
+package catalog
+
+import (
+	"context"
+
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// Agent tools: assign_issue_to_agent.
+
+func assignIssueToAgentTool() Tool {
+	return Tool{
+		Name:  "assign_issue_to_agent",
+		Title: "Assign issue to agent",
+		Description: "Assign an issue to one of the workspace's AI agents, replacing any current " +
+			"assignee, and return the issue. The agent must exist in the workspace. Idempotent: " +
+			"assigning the agent that already holds the issue changes nothing. Assigning does not " +
+			"start work; use trigger_autopilot for that.",
+		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"agents:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
+				"agent_id": {` + agentIDField + `, "description": "Id of an agent of this workspace."}
+			},
+			"required": ["issue_id", "agent_id"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(issueObject),
+		Write:        assignIssueToAgent,
+		ResourceID:   resourceIDFrom("issue_id"),
+	}
+}
+
+type assignArgs struct {
+	IssueID string `json:"issue_id"`
+	AgentID string `json:"agent_id"`
+}
+
+func assignIssueToAgent(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a assignArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	ws := c.Principal.WorkspaceID
+	iss, err := q.GetIssue(ctx, ws, a.IssueID)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := q.GetAgent(ctx, ws, a.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	assignee := &store.Assignee{Type: "agent", ID: agent.ID}
+	// The store writes nothing when the agent already holds the issue (same version,
+	// same updated_at), which is what makes the repeat return the same issue.
+	updated, _, err := q.UpdateIssue(ctx, ws, iss.ID, store.IssuePatch{Assignee: &assignee, UpdatedAt: c.Now})
+	if err != nil {
+		return nil, err
+	}
+	return wireIssue(updated), nil
+}

@@ -1,0 +1,106 @@
+// Package catalog declares every tool aacmcp exposes, once: name, title, description,
+// input and output schema, the four MCP annotations, the scopes it requires, and its
+// handler. MCP registration, tools/list, GET /tools, enforcement, audit fields and the
+// README's tool table all derive from this one list (DESIGN.md section 2).
+//
+// Handlers run after the guard has checked scopes, confirm, the input schema and
+// membership. They report failures as apperr values; the guard maps those to results,
+// HTTP statuses and audit outcomes.
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/autopilot"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// Annotations are the MCP tool annotations. All four are always sent explicitly: the
+// MCP defaults (destructive and open-world true) would misdescribe most tools.
+type Annotations struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
+
+// Call is what a handler sees. Args have already passed scope, confirm and schema checks.
+type Call struct {
+	Principal      auth.Principal
+	Role           store.Role      // from the member record read at call time
+	Args           json.RawMessage // validated against the tool's InputSchema
+	Now            time.Time       // UTC; one clock per call
+	IdempotencyKey string          // "" when absent
+}
+
+// ReadHandler runs a read-only tool. It gets a store.Reader, so the compiler refuses a
+// mutation in it.
+type ReadHandler func(ctx context.Context, c Call, r store.Reader) (any, error)
+
+// WriteHandler runs any other tool.
+type WriteHandler func(ctx context.Context, c Call, q store.Queries) (any, error)
+
+// Tool is one catalog entry.
+type Tool struct {
+	Name, Title, Description string
+	Annotations              Annotations
+	Scopes                   []string        // all required; never empty
+	InputSchema              json.RawMessage // JSON Schema 2020-12, additionalProperties:false everywhere
+	OutputSchema             json.RawMessage // schema of the success result (an object)
+	AcceptsIdempotencyKey    bool            // create_issue, comment_issue, trigger_autopilot
+	Read                     ReadHandler     // set iff Annotations.ReadOnly
+	Write                    WriteHandler    // set iff !Annotations.ReadOnly
+	// ResourceID returns the issue or comment id the arguments target ("" if none), for
+	// audit. It never fails: unparsable arguments give "".
+	ResourceID func(args json.RawMessage) string
+}
+
+// Deps are the outside services handlers need.
+type Deps struct {
+	Dispatcher autopilot.Dispatcher // trigger_autopilot's agent runner
+}
+
+// Catalog is the ordered tool list with an index by name. It is immutable after New and
+// safe for concurrent use. Callers must not modify the slices and schemas of the tools
+// it returns.
+type Catalog struct {
+	tools  []Tool
+	byName map[string]int
+}
+
+// New builds the catalog. The order is DESIGN.md section 2's, which is also the order
+// of tools/list and GET /tools.
+func New(deps Deps) *Catalog {
+	tools := []Tool{
+		listIssuesTool(),
+		getIssueTool(),
+		listCommentsTool(),
+		dashboardUsageDailyTool(),
+		createIssueTool(),
+		updateIssueTool(),
+		commentIssueTool(),
+		assignIssueToAgentTool(),
+		triggerAutopilotTool(deps.Dispatcher),
+		deleteIssueTool(),
+		deleteCommentTool(),
+	}
+	c := &Catalog{tools: tools, byName: make(map[string]int, len(tools))}
+	for i, t := range tools {
+		c.byName[t.Name] = i
+	}
+	return c
+}
+
+// Tools returns every tool in catalog order.
+func (c *Catalog) Tools() []Tool {
+	out := make([]Tool, len(c.tools))
+	copy(out, c.tools)
+	return out
+}
+
+// Lookup finds a tool by its exact name.
+func (c *Catalog) Lookup(name string) (Tool, bool) {
+	i, ok := c.byName[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return c.tools[i], true
+}

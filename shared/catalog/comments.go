@@ -1,0 +1,202 @@
+package catalog
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// Comment tools: list_comments, comment_issue, delete_comment.
+
+func listCommentsTool() Tool {
+	return Tool{
+		Name:  "list_comments",
+		Title: "List comments",
+		Description: "List the comments of one issue, oldest first. Returns up to limit comments " +
+			"(default 25, max 100) and a next_cursor; pass it as cursor to get the next page. " +
+			"Read-only; safe to call any time.",
+		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"comments:read"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
+				"limit": {` + limitField + `, "description": "Page size, 1-100; default 25."},
+				"cursor": {` + cursorField + `, "description": "next_cursor from the previous page."}
+			},
+			"required": ["issue_id"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"comments": {"type": "array", "items": ` + commentObject + `},
+				` + nextCursorProp + `
+			},
+			"required": ["comments", "next_cursor"]
+		}`),
+		Read:       listComments,
+		ResourceID: resourceIDFrom("issue_id"),
+	}
+}
+
+type listCommentsArgs struct {
+	IssueID string `json:"issue_id"`
+	Limit   int    `json:"limit"`
+	Cursor  string `json:"cursor"`
+}
+
+func listComments(ctx context.Context, c Call, r store.Reader) (any, error) {
+	var a listCommentsArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(a.Limit)
+	if err != nil {
+		return nil, err
+	}
+	ws := c.Principal.WorkspaceID
+	// An issue with no comments and an issue that does not exist (here) must differ:
+	// the second is not_found, never an empty page.
+	iss, err := r.GetIssue(ctx, ws, a.IssueID)
+	if err != nil {
+		return nil, err
+	}
+	page, err := r.ListComments(ctx, ws, iss.ID, store.PageRequest{Limit: limit, Cursor: a.Cursor})
+	if err != nil {
+		return nil, err
+	}
+	if page.Comments == nil {
+		page.Comments = []store.Comment{}
+	}
+	return page, nil
+}
+
+func commentIssueTool() Tool {
+	return Tool{
+		Name:  "comment_issue",
+		Title: "Comment on issue",
+		Description: "Add a comment to an issue and return it. Not idempotent: every call adds another " +
+			"comment, so do not retry a failed or timed-out call unless you pass the same " +
+			"idempotency_key, which makes the retry return the first comment instead of a duplicate.",
+		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Scopes:      []string{"comments:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
+				"body": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "Comment text, Markdown allowed."},
+				` + idempotencyKeyProp + `
+			},
+			"required": ["issue_id", "body"],
+			"additionalProperties": false
+		}`),
+		OutputSchema:          schema(commentObject),
+		AcceptsIdempotencyKey: true,
+		Write:                 commentIssue,
+		ResourceID:            resourceIDFrom("issue_id"),
+	}
+}
+
+type commentIssueArgs struct {
+	IssueID        string `json:"issue_id"`
+	Body           string `json:"body"`
+	IdempotencyKey string `json:"idempotency_key"` // handled by the guard
+}
+
+func commentIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a commentIssueArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.Body) == "" {
+		return nil, apperr.New(apperr.InvalidArguments, "body must not be blank")
+	}
+	cm, err := q.CreateComment(ctx, c.Principal.WorkspaceID, a.IssueID, store.NewComment{
+		Author: c.Principal.UserID, Body: a.Body, CreatedAt: c.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cm, nil
+}
+
+func deleteCommentTool() Tool {
+	return Tool{
+		Name:  "delete_comment",
+		Title: "Delete comment",
+		Description: "Permanently delete one comment. Destructive: ask the user to confirm first and " +
+			"pass confirm: true only after they agree; without it the call is refused. Only a " +
+			"workspace admin or the comment's author may delete it. Idempotent: repeating the call " +
+			"for an already deleted comment returns the same result.",
+		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"comments:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."},
+				` + confirmProp + `
+			},
+			"required": ["comment_id", "confirm"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"deleted": {"type": "boolean", "const": true},
+				"comment_id": {"type": "string", "description": "Id of the deleted comment."}
+			},
+			"required": ["deleted", "comment_id"]
+		}`),
+		Write:      deleteComment,
+		ResourceID: resourceIDFrom("comment_id"),
+	}
+}
+
+type deleteCommentArgs struct {
+	CommentID string `json:"comment_id"`
+	Confirm   bool   `json:"confirm"` // checked by the guard before the handler runs
+}
+
+type deleteCommentResult struct {
+	Deleted   bool   `json:"deleted"`
+	CommentID string `json:"comment_id"`
+}
+
+func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a deleteCommentArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	ws := c.Principal.WorkspaceID
+	cm, err := q.GetComment(ctx, ws, a.CommentID)
+	switch {
+	case err == nil:
+		if !mayDelete(c, cm.Author) {
+			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the comment's author can delete it")
+		}
+		res, err := q.DeleteComment(ctx, ws, cm.ID)
+		if err != nil {
+			return nil, err
+		}
+		return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
+	case apperr.Is(err, apperr.NotFound):
+		// A repeat: the tombstone answers, judged like the delete itself (see deleteIssue).
+		res, err := q.DeleteComment(ctx, ws, a.CommentID)
+		if err != nil {
+			return nil, err
+		}
+		if !res.Replay {
+			slog.ErrorContext(ctx, "delete_comment raced with a create", "workspace_id", ws, "comment_id", res.ID)
+		}
+		if !mayDelete(c, res.Owner) {
+			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the comment's author can delete it")
+		}
+		return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
+	default:
+		return nil, err
+	}
+}

@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
+	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+)
+
+// FuzzToolArguments feeds arbitrary arguments to every handler against a real store.
+// Whatever arrives, a handler must not panic and must answer with an apperr value; for
+// arguments the input schema admits (what the guard lets through) it must never be an
+// internal_error, and a success must match the output schema.
+func FuzzToolArguments(f *testing.F) {
+	seeds := []struct {
+		tool byte
+		args string
+	}{
+		{0, `{}`}, {0, `{"status":"open","limit":1}`}, {0, `{"cursor":"zzz"}`}, {0, `{"limit":-1}`},
+		{1, `{"issue_id":"AAC-1"}`}, {1, `{"issue_id":"AAC-99999999999999999"}`}, {1, `{"issue_id":null}`},
+		{2, `{"issue_id":"AAC-1","limit":100}`},
+		{3, `{"from":"2026-02-29"}`}, {3, `{"from":"0000-01-01","to":"9999-12-31"}`},
+		{4, `{"title":"t","labels":["a","a"]}`}, {4, `{"title":"t","status":"bogus"}`},
+		{5, `{"issue_id":"AAC-1","title":"x","expected_version":99}`}, {5, `{"issue_id":"AAC-1"}`},
+		{6, `{"issue_id":"AAC-1","body":"b"}`},
+		{7, `{"issue_id":"AAC-1","agent_id":"agent-1"}`},
+		{8, `{"issue_id":"AAC-1","instructions":"go"}`},
+		{9, `{"issue_id":"AAC-2","confirm":true}`},
+		{10, `{"comment_id":"x","confirm":true}`},
+		{4, `[]`}, {4, `{"title":"a"} trailing`}, {4, ``}, {4, `{"title":"\u0000"}`},
+	}
+	for _, s := range seeds {
+		f.Add(s.tool, []byte(s.args))
+	}
+
+	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
+	if err != nil {
+		f.Fatalf("sqlite.Open: %v", err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	ctx := context.Background()
+	if _, err := st.CreateWorkspace(ctx, store.Workspace{ID: wsDemo, Key: "AAC", Name: "Demo"}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := st.CreateAgent(ctx, store.Agent{WorkspaceID: wsDemo, ID: agentID}); err != nil {
+		f.Fatal(err)
+	}
+	for range 2 {
+		if _, err := st.CreateIssue(ctx, wsDemo, store.NewIssue{Title: "seed", Status: "open", Priority: "medium",
+			Labels: []string{}, CreatedBy: admin, CreatedAt: testNow}); err != nil {
+			f.Fatal(err)
+		}
+	}
+
+	cat := New(Deps{Dispatcher: &recordingDispatcher{}})
+	tools := cat.Tools()
+	in := map[string]interface{ Validate(any) error }{}
+	out := map[string]interface{ Validate(any) error }{}
+	for _, tool := range tools {
+		in[tool.Name] = compileSchema(f, tool.Name+"/input", tool.InputSchema)
+		out[tool.Name] = compileSchema(f, tool.Name+"/output", tool.OutputSchema)
+	}
+
+	f.Fuzz(func(t *testing.T, which byte, args []byte) {
+		tool := tools[int(which)%len(tools)]
+		if id := tool.ResourceID(args); len(id) > maxResourceIDLen {
+			t.Errorf("ResourceID returned %d bytes", len(id))
+		}
+		c := Call{
+			Principal: auth.Principal{WorkspaceID: wsDemo, UserID: admin, Scopes: auth.AllScopes},
+			Role:      store.RoleAdmin, Args: args, Now: testNow,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var res any
+		var err error
+		if tool.Read != nil {
+			res, err = tool.Read(ctx, c, st)
+		} else {
+			res, err = tool.Write(ctx, c, st)
+		}
+
+		inst, jerr := decodeInstance(args)
+		admitted := jerr == nil && in[tool.Name].Validate(inst) == nil
+		if err != nil {
+			var ae *apperr.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("%s(%q): error %v is not an apperr value", tool.Name, args, err)
+			}
+			if admitted && ae.Code == apperr.InternalError {
+				t.Fatalf("%s(%q): internal_error for schema-valid arguments: %v", tool.Name, args, err)
+			}
+			return
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatalf("%s(%q): result does not encode: %v", tool.Name, args, err)
+		}
+		if admitted {
+			v, _ := decodeInstance(b)
+			if err := out[tool.Name].Validate(v); err != nil {
+				t.Fatalf("%s(%q): result %s fails the output schema: %v", tool.Name, args, b, err)
+			}
+		}
+	})
+}

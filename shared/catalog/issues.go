@@ -1,0 +1,373 @@
+package catalog
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// Issue tools: list_issues, get_issue, create_issue, update_issue, delete_issue.
+
+func listIssuesTool() Tool {
+	return Tool{
+		Name:  "list_issues",
+		Title: "List issues",
+		Description: "List issues in the workspace, most recently updated first. Filter by status, " +
+			"assignee id, label, or a text query matched against title and description. " +
+			"Returns up to limit issues (default 25, max 100) and a next_cursor; pass it as cursor " +
+			"to get the next page. Read-only; safe to call any time.",
+		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"issues:read"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"status": {` + statusField + `, "description": "Only issues with this status."},
+				"assignee": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only issues assigned to this user or agent id."},
+				"label": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only issues carrying this label."},
+				"query": {"type": "string", "minLength": 1, "maxLength": 256, "description": "Case-insensitive text to find in title or description."},
+				"limit": {` + limitField + `, "description": "Page size, 1-100; default 25."},
+				"cursor": {` + cursorField + `, "description": "next_cursor from the previous page."}
+			},
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issues": {"type": "array", "items": ` + issueObject + `},
+				` + nextCursorProp + `
+			},
+			"required": ["issues", "next_cursor"]
+		}`),
+		Read:       listIssues,
+		ResourceID: noResourceID,
+	}
+}
+
+type listIssuesArgs struct {
+	Status   string `json:"status"`
+	Assignee string `json:"assignee"`
+	Label    string `json:"label"`
+	Query    string `json:"query"`
+	Limit    int    `json:"limit"`
+	Cursor   string `json:"cursor"`
+}
+
+func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
+	var a listIssuesArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Status != "" {
+		if err := checkEnum("status", a.Status, store.Statuses); err != nil {
+			return nil, err
+		}
+	}
+	limit, err := pageLimit(a.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := r.ListIssues(ctx, c.Principal.WorkspaceID, store.IssueFilter{
+		Status: a.Status, Assignee: a.Assignee, Label: a.Label, Query: a.Query,
+		PageRequest: store.PageRequest{Limit: limit, Cursor: a.Cursor},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := store.IssuePage{Issues: make([]store.Issue, 0, len(page.Issues)), NextCursor: page.NextCursor}
+	for _, i := range page.Issues {
+		out.Issues = append(out.Issues, wireIssue(i))
+	}
+	return out, nil
+}
+
+func getIssueTool() Tool {
+	return Tool{
+		Name:  "get_issue",
+		Title: "Get issue",
+		Description: "Get one issue by its UUID or its key (such as AAC-42), with status, priority, " +
+			"labels, assignee, version and comment count. Read-only; safe to call any time.",
+		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"issues:read"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."}
+			},
+			"required": ["issue_id"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(issueObject),
+		Read:         getIssue,
+		ResourceID:   resourceIDFrom("issue_id"),
+	}
+}
+
+type issueRefArgs struct {
+	IssueID string `json:"issue_id"`
+}
+
+func getIssue(ctx context.Context, c Call, r store.Reader) (any, error) {
+	var a issueRefArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	iss, err := r.GetIssue(ctx, c.Principal.WorkspaceID, a.IssueID)
+	if err != nil {
+		return nil, err
+	}
+	return wireIssue(iss), nil
+}
+
+func createIssueTool() Tool {
+	return Tool{
+		Name:  "create_issue",
+		Title: "Create issue",
+		Description: "Create a new issue in the workspace and return it with its key (such as AAC-42). " +
+			"Status defaults to open, priority to medium. Not idempotent: every call creates another " +
+			"issue, so do not retry a failed or timed-out call unless you pass the same idempotency_key, " +
+			"which makes the retry return the first result instead of a duplicate.",
+		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Scopes:      []string{"issues:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"title": {` + titleField + `, "description": "Short summary, up to 256 characters."},
+				"description": {` + textField + `, "description": "Details, Markdown allowed."},
+				"status": {` + statusField + `, "description": "Initial status; default open."},
+				"priority": {` + priorityField + `, "description": "Default medium."},
+				"labels": {` + labelsField + `, "description": "Up to 20 labels; duplicates are dropped."},
+				` + idempotencyKeyProp + `
+			},
+			"required": ["title"],
+			"additionalProperties": false
+		}`),
+		OutputSchema:          schema(issueObject),
+		AcceptsIdempotencyKey: true,
+		Write:                 createIssue,
+		ResourceID:            noResourceID,
+	}
+}
+
+type createIssueArgs struct {
+	Title          string   `json:"title"`
+	Description    string   `json:"description"`
+	Status         string   `json:"status"`
+	Priority       string   `json:"priority"`
+	Labels         []string `json:"labels"`
+	IdempotencyKey string   `json:"idempotency_key"` // handled by the guard
+}
+
+func createIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a createIssueArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	title, err := cleanTitle(a.Title)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status == "" {
+		a.Status = "open"
+	}
+	if a.Priority == "" {
+		a.Priority = "medium"
+	}
+	if err := checkEnum("status", a.Status, store.Statuses); err != nil {
+		return nil, err
+	}
+	if err := checkEnum("priority", a.Priority, store.Priorities); err != nil {
+		return nil, err
+	}
+	labels, err := cleanLabels(a.Labels)
+	if err != nil {
+		return nil, err
+	}
+	iss, err := q.CreateIssue(ctx, c.Principal.WorkspaceID, store.NewIssue{
+		Title: title, Description: a.Description, Status: a.Status, Priority: a.Priority,
+		Labels: labels, CreatedBy: c.Principal.UserID, CreatedAt: c.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wireIssue(iss), nil
+}
+
+func updateIssueTool() Tool {
+	return Tool{
+		Name:  "update_issue",
+		Title: "Update issue",
+		Description: "Change an issue's title, description, status, priority or labels (labels replace " +
+			"the whole list). Give at least one field to change. Idempotent: repeating a call whose " +
+			"values already hold changes nothing and returns the issue. For optimistic locking pass " +
+			"expected_version (the issue's version); if someone changed the issue since, the call " +
+			"fails with conflict: get the issue again and reconsider.",
+		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"issues:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
+				"title": {` + titleField + `, "description": "New title."},
+				"description": {` + textField + `, "description": "New description."},
+				"status": {` + statusField + `, "description": "New status."},
+				"priority": {` + priorityField + `, "description": "New priority."},
+				"labels": {` + labelsField + `, "description": "New label list, replacing the old one."},
+				"expected_version": {"type": "integer", "minimum": 1, "description": "Fail with conflict unless the issue is at this version."}
+			},
+			"required": ["issue_id"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(issueObject),
+		Write:        updateIssue,
+		ResourceID:   resourceIDFrom("issue_id"),
+	}
+}
+
+type updateIssueArgs struct {
+	IssueID         string    `json:"issue_id"`
+	Title           *string   `json:"title"`
+	Description     *string   `json:"description"`
+	Status          *string   `json:"status"`
+	Priority        *string   `json:"priority"`
+	Labels          *[]string `json:"labels"`
+	ExpectedVersion *int64    `json:"expected_version"`
+}
+
+func updateIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a updateIssueArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	if a.Title == nil && a.Description == nil && a.Status == nil && a.Priority == nil && a.Labels == nil {
+		return nil, apperr.New(apperr.InvalidArguments,
+			"give at least one of title, description, status, priority, labels")
+	}
+	p := store.IssuePatch{
+		Description: a.Description, Status: a.Status, Priority: a.Priority,
+		ExpectedVersion: a.ExpectedVersion, UpdatedAt: c.Now,
+	}
+	if a.Title != nil {
+		t, err := cleanTitle(*a.Title)
+		if err != nil {
+			return nil, err
+		}
+		p.Title = &t
+	}
+	if a.Status != nil {
+		if err := checkEnum("status", *a.Status, store.Statuses); err != nil {
+			return nil, err
+		}
+	}
+	if a.Priority != nil {
+		if err := checkEnum("priority", *a.Priority, store.Priorities); err != nil {
+			return nil, err
+		}
+	}
+	if a.Labels != nil {
+		l, err := cleanLabels(*a.Labels)
+		if err != nil {
+			return nil, err
+		}
+		p.Labels = &l
+	}
+	if a.ExpectedVersion != nil && *a.ExpectedVersion < 1 {
+		return nil, apperr.New(apperr.InvalidArguments, "expected_version must be at least 1")
+	}
+	// The store decides "already holds" (no write, no version check) atomically with
+	// the write, so a concurrent change cannot slip between a read here and the update.
+	iss, _, err := q.UpdateIssue(ctx, c.Principal.WorkspaceID, a.IssueID, p)
+	if err != nil {
+		return nil, err
+	}
+	return wireIssue(iss), nil
+}
+
+func deleteIssueTool() Tool {
+	return Tool{
+		Name:  "delete_issue",
+		Title: "Delete issue",
+		Description: "Permanently delete an issue and all its comments. Destructive: ask the user to " +
+			"confirm first (for example \"Delete issue AAC-42?\") and pass confirm: true only after they " +
+			"agree; without it the call is refused. Only a workspace admin or the issue's creator may " +
+			"delete it. Idempotent: repeating the call for an already deleted issue returns the same result.",
+		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Scopes:      []string{"issues:write"},
+		InputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
+				` + confirmProp + `
+			},
+			"required": ["issue_id", "confirm"],
+			"additionalProperties": false
+		}`),
+		OutputSchema: schema(`{
+			"type": "object",
+			"properties": {
+				"deleted": {"type": "boolean", "const": true},
+				"issue_id": {"type": "string", "description": "UUID of the deleted issue."}
+			},
+			"required": ["deleted", "issue_id"]
+		}`),
+		Write:      deleteIssue,
+		ResourceID: resourceIDFrom("issue_id"),
+	}
+}
+
+type deleteIssueArgs struct {
+	IssueID string `json:"issue_id"`
+	Confirm bool   `json:"confirm"` // checked by the guard before the handler runs
+}
+
+type deleteIssueResult struct {
+	Deleted bool   `json:"deleted"`
+	IssueID string `json:"issue_id"`
+}
+
+func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
+	var a deleteIssueArgs
+	if err := decode(c.Args, &a); err != nil {
+		return nil, err
+	}
+	ws := c.Principal.WorkspaceID
+	iss, err := q.GetIssue(ctx, ws, a.IssueID)
+	switch {
+	case err == nil:
+		// The spec's order: existence (above), then permission, then the delete.
+		if !mayDelete(c, iss.CreatedBy) {
+			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the issue's creator can delete it")
+		}
+		// By UUID, not by what the caller typed: the key is resolved once, above.
+		res, err := q.DeleteIssue(ctx, ws, iss.ID)
+		if err != nil {
+			return nil, err
+		}
+		return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
+	case apperr.Is(err, apperr.NotFound):
+		// Gone or never there: a tombstone answers a repeat with the first result, and
+		// the repeat is judged by the same rule as the delete (DESIGN.md 1a). Without a
+		// tombstone the store says not_found.
+		res, err := q.DeleteIssue(ctx, ws, a.IssueID)
+		if err != nil {
+			return nil, err
+		}
+		if !res.Replay {
+			// An issue with this key was created between the lookup and the delete.
+			slog.ErrorContext(ctx, "delete_issue raced with a create", "workspace_id", ws, "issue_id", res.ID)
+		}
+		if !mayDelete(c, res.Owner) {
+			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the issue's creator can delete it")
+		}
+		return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
+	default:
+		return nil, err
+	}
+}
+
+// mayDelete: admins delete anything, members what they created or wrote. The guard has
+// already turned away viewers and non-members.
+func mayDelete(c Call, owner string) bool {
+	return c.Role == store.RoleAdmin || (owner != "" && owner == c.Principal.UserID)
+}
