@@ -31,6 +31,19 @@ type Dispatcher interface {
 	Dispatch(ctx context.Context, j Job) error
 }
 
+// Queuer is implemented by dispatchers that only queue a job for a runner to pick up
+// later (the local outbox). A run they accept stays "queued" (DESIGN.md 1a): nothing
+// has reached the runner yet, and saying "dispatched" would claim otherwise.
+type Queuer interface {
+	QueuesOnly() bool
+}
+
+// QueuesOnly reports whether d merely queues jobs.
+func QueuesOnly(d Dispatcher) bool {
+	q, ok := d.(Queuer)
+	return ok && q.QueuesOnly()
+}
+
 // DispatchError is a failed delivery. Its message is written for the operator and may be
 // shown to the caller in the run's error field, so it never carries URLs, addresses or
 // library error text; the underlying cause is kept for logs through Unwrap.

@@ -40,6 +40,9 @@ func (o *Outbox) Path() string { return o.path }
 // Dispatch appends the job as one line. The line goes out in a single write on an
 // O_APPEND descriptor under a mutex, so concurrent jobs never interleave, even with
 // another process appending to the same file.
+// QueuesOnly marks the outbox as a queue: runs written to it stay "queued".
+func (o *Outbox) QueuesOnly() bool { return true }
+
 func (o *Outbox) Dispatch(ctx context.Context, j Job) error {
 	if err := ctx.Err(); err != nil {
 		return &DispatchError{Attempts: 0, Reason: "dispatch cancelled", cause: err}

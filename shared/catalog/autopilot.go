@@ -27,7 +27,7 @@ func triggerAutopilotTool(d autopilot.Dispatcher) Tool {
 		Description: "Ask the external agent runner to work on an issue now, with optional " +
 			"instructions. Records an autopilot run and sends it to the runner, a third-party " +
 			"service outside this workspace. Returns the run: status dispatched when the runner " +
-			"accepted it, dispatch_failed (with error) when it could not be reached. Not idempotent: " +
+			"accepted it, queued when the server only queues runs for a runner to collect, dispatch_failed (with error) when it could not be reached. Not idempotent: " +
 			"every call starts another run, so do not retry unless you pass the same idempotency_key, " +
 			"which makes the retry return the first run.",
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true},
@@ -110,9 +110,12 @@ func (h *autopilotHandler) trigger(ctx context.Context, c Call, q store.Queries)
 	})
 	run.Attempts++
 	run.UpdatedAt = c.Now
-	if derr == nil {
+	switch {
+	case derr == nil && autopilot.QueuesOnly(h.dispatcher):
+		run.Status, run.Error = store.RunQueued, ""
+	case derr == nil:
 		run.Status, run.Error = store.RunDispatched, ""
-	} else {
+	default:
 		run.Status, run.Error = store.RunDispatchFailed, dispatchErrorText(derr)
 		slog.WarnContext(ctx, "autopilot dispatch failed", "workspace_id", ws, "run_id", run.ID, "error", derr)
 	}

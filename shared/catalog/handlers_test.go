@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -396,8 +397,13 @@ func TestTriggerAutopilot(t *testing.T) {
 		t.Cleanup(func() { _ = ob.Close() })
 		f := newFixtureWith(t, ob)
 		f.newIssue(asMia, "automate me")
-		if m := f.ok(asBen, "trigger_autopilot", `{"issue_id":"AAC-1"}`); m["status"] != store.RunDispatched {
-			t.Errorf("run = %v", m)
+		// The outbox only queues: the run must not claim it reached the runner.
+		if m := f.ok(asBen, "trigger_autopilot", `{"issue_id":"AAC-1"}`); m["status"] != store.RunQueued {
+			t.Errorf("run = %v, want status queued", m)
+		}
+		b, err := os.ReadFile(ob.Path())
+		if err != nil || !strings.Contains(string(b), `"issue_key":"AAC-1"`) {
+			t.Errorf("outbox holds %q (%v), want the job", b, err)
 		}
 	})
 
