@@ -1,0 +1,500 @@
+// Package guard is the enforcement pipeline of aacmcp: one code path, shared by the
+// MCP transport and the REST transport, that every tool call goes through in the
+// spec's order (DESIGN.md section 4):
+//
+//	principal -> tool -> scopes -> confirm -> rate limit -> arguments -> member and
+//	role -> idempotency -> handler -> one audit record and the usage counter
+//
+// The order is observable and tested: a call that fails two checks is refused by the
+// earlier one. Whatever happens, including a panicking handler, Call writes exactly
+// one audit record before it returns.
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// DefaultIdempotencyTTL is how long an idempotency key is remembered (DESIGN.md 1a
+// asks for at least 24 h).
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// idempotencyKeyArg is the argument name tools with AcceptsIdempotencyKey take.
+const idempotencyKeyArg = "idempotency_key"
+
+// maxAuditText bounds caller-chosen strings copied into an audit record, which must
+// stay well under 1 KB.
+const maxAuditText = 128
+
+// Config wires a Guard.
+type Config struct {
+	Catalog *catalog.Catalog
+	Store   store.Queries
+	Audit   audit.Sink
+	// Limiter throttles calls; nil turns rate limiting off.
+	Limiter Limiter
+	// Now is the clock; nil means time.Now. Timestamps are taken in UTC.
+	Now func() time.Time
+	// Logger receives operational logs; nil means slog.Default().
+	Logger *slog.Logger
+	// IdempotencyTTL overrides DefaultIdempotencyTTL when positive.
+	IdempotencyTTL time.Duration
+}
+
+// Guard runs tool calls through the enforcement pipeline. It is safe for concurrent
+// use; build one per process.
+type Guard struct {
+	cat     *catalog.Catalog
+	store   store.Queries
+	sink    audit.Sink
+	limiter Limiter
+	now     func() time.Time
+	log     *slog.Logger
+	idemTTL time.Duration
+	// schemas holds every tool's compiled input schema; schemaErrs the tools whose
+	// schema does not compile (a catalog defect: those tools answer internal_error).
+	schemas    map[string]*jsonschema.Schema
+	schemaErrs map[string]error
+}
+
+// New builds a Guard and compiles every tool's input schema once.
+func New(cfg Config) *Guard {
+	g := &Guard{
+		cat:        cfg.Catalog,
+		store:      cfg.Store,
+		sink:       cfg.Audit,
+		limiter:    cfg.Limiter,
+		now:        cfg.Now,
+		log:        cfg.Logger,
+		idemTTL:    cfg.IdempotencyTTL,
+		schemas:    map[string]*jsonschema.Schema{},
+		schemaErrs: map[string]error{},
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.idemTTL <= 0 {
+		g.idemTTL = DefaultIdempotencyTTL
+	}
+	for _, t := range g.cat.Tools() {
+		sch, err := compileSchema(t.Name, t.InputSchema)
+		if err != nil {
+			g.schemaErrs[t.Name] = err
+			g.log.Error("tool input schema does not compile; the tool will answer internal_error",
+				"tool", t.Name, "err", err)
+			continue
+		}
+		g.schemas[t.Name] = sch
+	}
+	return g
+}
+
+// SchemaErrors reports the tools whose input schema failed to compile (empty when
+// the catalog is sound). Startup code and tests use it to fail fast.
+func (g *Guard) SchemaErrors() map[string]error {
+	out := make(map[string]error, len(g.schemaErrs))
+	for k, v := range g.schemaErrs {
+		out[k] = v
+	}
+	return out
+}
+
+// Request is one tool invocation as a transport saw it.
+type Request struct {
+	// Principal is the authenticated caller; nil when the request carried no valid
+	// token.
+	Principal *auth.Principal
+	Tool      string
+	Args      json.RawMessage
+	Transport string // audit.TransportMCP or audit.TransportREST
+
+	RequestID, JSONRPCID                       string
+	ClientName, ClientVersion, ProtocolVersion string
+	UserAgent, SourceIP                        string
+}
+
+// Result is the outcome of Call.
+type Result struct {
+	// JSON is the tool's success result, encoded once; nil when Err is set.
+	JSON json.RawMessage
+	Err  *apperr.Error
+	// Replay is true when JSON is the stored first result of an idempotency key.
+	Replay bool
+	// Record is the audit record that was written for the call.
+	Record audit.Record
+}
+
+// call is the state of one Call as it moves through the pipeline.
+type call struct {
+	req     Request
+	tool    catalog.Tool
+	known   bool
+	args    *args
+	started time.Time // monotonic, for duration_ms
+	now     time.Time // UTC, the one clock reading handlers see
+	rec     audit.Record
+}
+
+// Authorize is the cheap pre-check transports run before dispatch: principal, tool
+// and scopes, with no I/O and no audit. A transport that refuses a request on its
+// answer must still audit it, by calling Call (which repeats these checks and
+// records the refusal) or RecordRejected.
+func (g *Guard) Authorize(req Request) *apperr.Error {
+	if req.Principal == nil {
+		return errInvalidToken()
+	}
+	t, ok := g.cat.Lookup(req.Tool)
+	if !ok {
+		return errUnknownTool(req.Tool)
+	}
+	if !req.Principal.Has(t.Scopes...) {
+		return errInsufficientScope(t)
+	}
+	return nil
+}
+
+// Call runs one tool invocation through the whole pipeline and returns after its
+// audit record has been delivered.
+func (g *Guard) Call(ctx context.Context, req Request) Result {
+	c := g.newCall(req)
+	res := g.run(ctx, c)
+	g.finish(ctx, c, &res, true)
+	return res
+}
+
+// RecordRejected audits a request that a transport refused before it could reach
+// Call, such as one with a missing or invalid token. It writes exactly one record.
+func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Error) {
+	if err == nil {
+		err = apperr.Internal(fmt.Errorf("RecordRejected called without an error"))
+	}
+	c := g.newCall(req)
+	if t, ok := g.cat.Lookup(req.Tool); ok {
+		g.describeTool(c, t)
+	}
+	if len(req.Args) > 0 {
+		c.args = parseArgs(req.Args)
+		c.rec.ArgsSHA256 = sha256Hex(c.args.canonical)
+	}
+	res := Result{Err: err}
+	// No usage counting: a rejected token names no workspace we could trust.
+	g.finish(ctx, c, &res, false)
+}
+
+func (g *Guard) newCall(req Request) *call {
+	c := &call{req: req, started: time.Now(), now: g.now().UTC()}
+	c.rec = audit.Record{
+		EventVersion:    audit.EventVersion,
+		Tool:            truncate(req.Tool, maxAuditText),
+		ScopesProvided:  []string{},
+		ScopesRequired:  []string{},
+		RequestID:       truncate(req.RequestID, maxAuditText),
+		JSONRPCID:       truncate(req.JSONRPCID, maxAuditText),
+		ClientName:      truncate(req.ClientName, maxAuditText),
+		ClientVersion:   truncate(req.ClientVersion, maxAuditText),
+		ProtocolVersion: truncate(req.ProtocolVersion, maxAuditText),
+		UserAgent:       truncate(req.UserAgent, maxAuditText),
+		SourceIP:        truncate(req.SourceIP, maxAuditText),
+		Transport:       req.Transport,
+	}
+	if p := req.Principal; p != nil {
+		c.rec.WorkspaceID = p.WorkspaceID
+		c.rec.UserID = p.UserID
+		c.rec.TokenID = p.TokenID
+		c.rec.ScopesProvided = slices.Sorted(slices.Values(p.Scopes))
+		if c.rec.ScopesProvided == nil {
+			c.rec.ScopesProvided = []string{}
+		}
+	}
+	return c
+}
+
+func (g *Guard) describeTool(c *call, t catalog.Tool) {
+	c.tool, c.known = t, true
+	c.rec.ReadOnly = t.Annotations.ReadOnly
+	c.rec.Destructive = t.Annotations.Destructive
+	c.rec.ScopesRequired = slices.Clone(t.Scopes)
+}
+
+// run executes the pipeline up to the encoded result. A panic anywhere in it is an
+// internal_error, never a crash and never a missing audit record.
+func (g *Guard) run(ctx context.Context, c *call) (res Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("panic in tool pipeline", "tool", c.req.Tool, "panic", fmt.Sprint(r))
+			res = Result{Err: apperr.Internal(fmt.Errorf("panic: %v", r))}
+		}
+	}()
+
+	p := c.req.Principal
+	if p == nil {
+		return Result{Err: errInvalidToken()}
+	}
+	t, ok := g.cat.Lookup(c.req.Tool)
+	if !ok {
+		return Result{Err: errUnknownTool(c.req.Tool)}
+	}
+	g.describeTool(c, t)
+
+	a := parseArgs(c.req.Args)
+	c.args = a
+	c.rec.ArgsSHA256 = sha256Hex(a.canonical)
+	// confirm_present records whether the caller confirmed: the JSON boolean true,
+	// the only value the destructive check accepts.
+	c.rec.ConfirmPresent = a.confirmed()
+	if a.obj != nil && t.ResourceID != nil {
+		c.rec.ResourceID = truncate(t.ResourceID(a.raw), maxAuditText)
+	}
+
+	if !p.Has(t.Scopes...) {
+		return Result{Err: errInsufficientScope(t)}
+	}
+	if t.Annotations.Destructive && !a.confirmed() {
+		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
+	}
+	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {
+		return Result{Err: err}
+	}
+	if err := g.validate(t, a); err != nil {
+		return Result{Err: err}
+	}
+	key := ""
+	if t.AcceptsIdempotencyKey {
+		key = a.stringArg(idempotencyKeyArg)
+		c.rec.IdempotencyKey = truncate(key, maxAuditText)
+	}
+	role, err := g.role(ctx, *p, t)
+	if err != nil {
+		return Result{Err: err}
+	}
+	tc := catalog.Call{Principal: *p, Role: role, Args: a.raw, Now: c.now, IdempotencyKey: key}
+	if key != "" {
+		return g.runIdempotent(ctx, c, tc, key)
+	}
+	return g.invoke(ctx, c, tc)
+}
+
+func (g *Guard) rateLimit(ctx context.Context, p auth.Principal, tool string, now time.Time) *apperr.Error {
+	if g.limiter == nil {
+		return nil
+	}
+	retry, err := g.limiter.Allow(ctx, p, tool, now)
+	if err != nil {
+		// Fail open: see Limiter. The failure is loud so it is noticed.
+		g.log.Warn("rate limiter unavailable; call allowed", "tool", tool, "workspace_id", p.WorkspaceID, "err", err)
+		return nil
+	}
+	if retry > 0 {
+		return &apperr.Error{Code: apperr.RateLimited, Message: "rate limit exceeded for this token and tool", RetryAfter: retry}
+	}
+	return nil
+}
+
+func (g *Guard) validate(t catalog.Tool, a *args) *apperr.Error {
+	if err, bad := g.schemaErrs[t.Name]; bad {
+		return apperr.Internal(err)
+	}
+	if a.problem != "" {
+		return apperr.New(apperr.InvalidArguments, a.problem)
+	}
+	sch := g.schemas[t.Name]
+	if sch == nil {
+		return apperr.Internal(fmt.Errorf("no compiled schema for %s", t.Name))
+	}
+	if err := sch.Validate(any(a.obj)); err != nil {
+		return apperr.New(apperr.InvalidArguments, describeValidation(err, a.obj))
+	}
+	return nil
+}
+
+// role reads the caller's member record now, not from the token, so a demotion or
+// removal takes effect on the next call.
+func (g *Guard) role(ctx context.Context, p auth.Principal, t catalog.Tool) (store.Role, *apperr.Error) {
+	m, err := g.store.GetMember(ctx, p.WorkspaceID, p.UserID)
+	if apperr.Is(err, apperr.NotFound) {
+		return "", apperr.New(apperr.PermissionDenied, "you are not a member of this workspace")
+	}
+	if err != nil {
+		return "", apperr.As(err)
+	}
+	if !m.Role.Valid() {
+		return "", apperr.New(apperr.PermissionDenied, "your membership in this workspace has no valid role")
+	}
+	if !t.Annotations.ReadOnly && !m.Role.CanWrite() {
+		return "", apperr.Newf(apperr.PermissionDenied, "the %s role cannot use %s", m.Role, t.Name)
+	}
+	return m.Role, nil
+}
+
+// readerOnly hides the Writer half of the store from read-only handlers, so that
+// not even a type assertion can reach a mutating method.
+type readerOnly struct{ store.Reader }
+
+// invoke runs the handler and encodes its result once. A panicking handler becomes
+// internal_error here, so that callers (idempotency) can release what they hold.
+func (g *Guard) invoke(ctx context.Context, c *call, tc catalog.Call) (res Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("panic in tool handler", "tool", c.tool.Name, "panic", fmt.Sprint(r))
+			res = Result{Err: apperr.Internal(fmt.Errorf("panic in %s: %v", c.tool.Name, r))}
+		}
+	}()
+	var (
+		out any
+		err error
+	)
+	switch {
+	case c.tool.Annotations.ReadOnly && c.tool.Read != nil:
+		out, err = c.tool.Read(ctx, tc, readerOnly{g.store})
+	case !c.tool.Annotations.ReadOnly && c.tool.Write != nil:
+		out, err = c.tool.Write(ctx, tc, g.store)
+	default:
+		err = apperr.Internal(fmt.Errorf("tool %s has no handler for its annotations", c.tool.Name))
+	}
+	if err != nil {
+		return Result{Err: apperr.As(err)}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return Result{Err: apperr.Internal(fmt.Errorf("encode result of %s: %w", c.tool.Name, err))}
+	}
+	if c.rec.ResourceID == "" && !c.tool.Annotations.ReadOnly {
+		// A create names no target in its arguments; the created item's id is the
+		// resource the call touched.
+		c.rec.ResourceID = truncate(topLevelID(b), maxAuditText)
+	}
+	return Result{JSON: b}
+}
+
+// topLevelID returns the "id" string of a JSON object ("" if none).
+func topLevelID(b []byte) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	return v.ID
+}
+
+// finish stamps the record, then delivers it and bumps the usage counter in
+// parallel; both are done before finish returns.
+//
+// If the audit sink fails, a successful result is replaced by internal_error: the
+// side effect has happened, but nothing is answered as a success without a record.
+// The record itself is written to the log as a fallback line (audit_fallback=true),
+// the same convention the Kinesis sink uses on stdout, so it can still be recovered.
+// A refusal stays a refusal: it changed nothing, and the caller learns why.
+func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage bool) {
+	end := g.now().UTC()
+	code := apperr.Code("")
+	if res.Err != nil {
+		code = res.Err.Code
+		res.JSON = nil
+		res.Replay = false
+	}
+	c.rec.Timestamp = audit.FormatTime(end)
+	c.rec.EventID = audit.NewEventIDAt(end)
+	c.rec.Outcome = string(code.Outcome())
+	c.rec.Reason = string(code)
+	c.rec.IdempotentReplay = res.Replay
+	c.rec.DurationMS = time.Since(c.started).Milliseconds()
+
+	// The caller may have gone away; the record must still be written, within the
+	// time the request had (on Lambda, the function's remaining time).
+	dctx := detach(ctx)
+	defer dctx.cancel()
+
+	var auditErr, usageErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { auditErr = g.sink.Write(dctx, c.rec) })
+	if countUsage && c.known && c.req.Principal != nil {
+		inc := store.UsageIncrement{
+			WorkspaceID: c.rec.WorkspaceID,
+			Date:        end.Format(time.DateOnly),
+			Tool:        c.tool.Name,
+			Outcome:     c.rec.Outcome,
+			EventID:     c.rec.EventID,
+		}
+		wg.Go(func() { usageErr = g.store.UpdateUsage(dctx, inc) })
+	}
+	wg.Wait()
+
+	if usageErr != nil {
+		g.log.Warn("usage counter not updated", "tool", c.tool.Name, "workspace_id", c.rec.WorkspaceID,
+			"event_id", c.rec.EventID, "err", usageErr)
+	}
+	if auditErr != nil {
+		g.log.Error("audit record not delivered", "audit_fallback", true, "audit_record", c.rec, "err", auditErr)
+		if res.Err == nil {
+			res.JSON, res.Replay = nil, false
+			res.Err = apperr.Internal(fmt.Errorf("audit: %w", auditErr))
+		}
+	}
+	if res.Err != nil && res.Err.Code == apperr.InternalError {
+		g.log.Error("tool call failed", "tool", c.rec.Tool, "request_id", c.rec.RequestID,
+			"event_id", c.rec.EventID, "err", res.Err)
+	}
+	res.Record = c.rec
+}
+
+type detached struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+// detach keeps ctx's values and deadline but not its cancellation.
+func detach(ctx context.Context) detached {
+	base := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		c, cancel := context.WithDeadline(base, dl)
+		return detached{c, cancel}
+	}
+	c, cancel := context.WithCancel(base)
+	return detached{c, cancel}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary so the record stays valid UTF-8.
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func errInvalidToken() *apperr.Error {
+	return apperr.New(apperr.InvalidToken, "missing or invalid bearer token")
+}
+
+func errUnknownTool(name string) *apperr.Error {
+	return apperr.Newf(apperr.UnknownTool, "unknown tool %s", strconv.Quote(truncate(name, 64)))
+}
+
+func errInsufficientScope(t catalog.Tool) *apperr.Error {
+	e := apperr.Newf(apperr.InsufficientScope, "%s requires scope %s", t.Name, strings.Join(t.Scopes, " "))
+	e.Scopes = slices.Clone(t.Scopes)
+	return e
+}

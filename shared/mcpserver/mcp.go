@@ -1,0 +1,368 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+)
+
+// JSON-RPC error codes. The -320xx server range carries the HTTP-level refusals.
+const (
+	rpcInvalidRequest = -32600
+	rpcInvalidParams  = -32602
+	rpcInternalError  = -32603
+	rpcUnauthorized   = -32001
+	rpcForbidden      = -32003
+)
+
+// _meta keys this server adds to tool definitions and results.
+const (
+	metaScopes           = "aacmcp/scopes"
+	metaRequiresConfirm  = "aacmcp/requires_confirm"
+	metaAcceptsIdemKey   = "aacmcp/accepts_idempotency_key"
+	metaIdempotentReplay = "aacmcp/idempotent_replay"
+)
+
+// rpcEnvelope is the part of a JSON-RPC message the pre-dispatch needs.
+type rpcEnvelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// toolCallParams are the params of tools/call.
+type toolCallParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+type rpcErrorMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   rpcError        `json:"error"`
+}
+
+func rpcErrorResponse(id json.RawMessage, code int, msg string, data any) rpcErrorMessage {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	return rpcErrorMessage{JSONRPC: "2.0", ID: id, Error: rpcError{Code: code, Message: msg, Data: data}}
+}
+
+func rpcCodeFor(c apperr.Code) int {
+	switch c {
+	case apperr.InvalidToken:
+		return rpcUnauthorized
+	case apperr.InsufficientScope:
+		return rpcForbidden
+	case apperr.UnknownTool:
+		return rpcInvalidParams
+	}
+	return rpcInternalError
+}
+
+// parseEnvelope decodes a /mcp body far enough to route it. batch reports a JSON
+// array (a JSON-RPC batch); err a body that is not one JSON object.
+func parseEnvelope(body []byte) (env rpcEnvelope, batch bool, err error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return env, true, nil
+	}
+	err = json.Unmarshal(body, &env)
+	if err == nil && !validID(env.ID) {
+		env.ID = nil
+	}
+	return env, false, err
+}
+
+// validID accepts the JSON-RPC id forms (string, number, null); anything else is
+// not echoed back.
+func validID(id json.RawMessage) bool {
+	t := bytes.TrimSpace(id)
+	if len(t) == 0 {
+		return true
+	}
+	switch t[0] {
+	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'n':
+		return true
+	}
+	return false
+}
+
+// parseToolCall decodes tools/call params; malformed params give zero values (the
+// call is then refused as naming no known tool, and audited as such).
+func parseToolCall(params json.RawMessage) toolCallParams {
+	var p toolCallParams
+	if json.Unmarshal(params, &p) != nil {
+		return toolCallParams{}
+	}
+	return p
+}
+
+// rpcIDString renders a JSON-RPC id for the audit record.
+func rpcIDString(id json.RawMessage) string {
+	t := bytes.TrimSpace(id)
+	if len(t) == 0 || string(t) == "null" {
+		return ""
+	}
+	if t[0] == '"' {
+		if s, err := strconv.Unquote(string(t)); err == nil {
+			return s
+		}
+		var s string
+		if json.Unmarshal(t, &s) == nil {
+			return s
+		}
+	}
+	return string(t)
+}
+
+// clientInfo reads the self-reported client from a request's _meta (protocol
+// 2026-07-28 sends it on every request; a stateless server has no session that
+// would remember it from initialize).
+func clientInfo(meta map[string]json.RawMessage) (name, version string) {
+	raw, ok := meta[mcp.MetaKeyClientInfo]
+	if !ok {
+		return "", ""
+	}
+	var impl struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(raw, &impl) != nil {
+		return "", ""
+	}
+	return impl.Name, impl.Version
+}
+
+func metaString(meta map[string]json.RawMessage, key string) string {
+	var s string
+	if raw, ok := meta[key]; ok && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// serveMCP is POST /mcp. It reads the body once, authenticates, and decides the
+// refusals that must not look like tool results (unknown tool, insufficient
+// scope: HTTP 403 with a challenge) before mcp-go sees the message; everything else
+// goes to mcp-go, whose tool handlers call the guard.
+func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	if !h.originAllowed(r) {
+		writeJSON(w, http.StatusForbidden, rpcErrorResponse(nil, rpcForbidden, "origin not allowed", nil))
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	env, batch, perr := parseEnvelope(body)
+	isCall := perr == nil && !batch && env.Method == string(mcp.MethodToolsCall)
+	var tc toolCallParams
+	if isCall {
+		tc = parseToolCall(env.Params)
+	}
+	if _, ok := h.authenticate(w, r, tc.Name, tc.Arguments, env.ID, true); !ok {
+		return
+	}
+	if batch {
+		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(nil, rpcInvalidRequest, "batch requests are not supported", nil))
+		return
+	}
+	if isCall {
+		req := h.baseRequest(r, tc.Name, tc.Arguments)
+		req.JSONRPCID = rpcIDString(env.ID)
+		req.ClientName, req.ClientVersion = clientInfo(tc.Meta)
+		if req.ProtocolVersion == "" {
+			req.ProtocolVersion = metaString(tc.Meta, mcp.MetaKeyProtocolVersion)
+		}
+		st.call = &req
+	}
+	if perr == nil {
+		// A message the protocol layer refuses is refused before enforcement: a
+		// malformed request is a 400, never a scope challenge.
+		if pe := checkProtocol(r.Header, env); pe != nil {
+			writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, pe.code, pe.msg, pe.data))
+			if isCall {
+				e := apperr.New(apperr.InvalidArguments, "malformed tools/call request")
+				h.guard.RecordRejected(r.Context(), *st.call, e)
+				st.invoked = true
+				st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+			}
+			return
+		}
+	}
+	if isCall && h.refuseEarly(w, r, env.ID, *st.call) {
+		return
+	}
+
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	// Every /mcp answer depends on the caller's token (tools/list is filtered by
+	// scope): no shared cache may keep one.
+	w.Header().Set("Cache-Control", "no-store")
+	h.mcp.ServeHTTP(w, r)
+
+	if isCall && !st.invoked {
+		// mcp-go refused the message before any tool ran (malformed params, an
+		// unsupported protocol version...). It is still a tools/call: audit it.
+		e := apperr.New(apperr.InvalidArguments, "malformed tools/call request")
+		h.guard.RecordRejected(r.Context(), *st.call, e)
+		st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+	}
+}
+
+// refuseEarly answers unknown tools and insufficient scopes as JSON-RPC errors (the
+// latter with HTTP 403 and a challenge, which a tool result could not carry). The
+// refusal is audited by running the call through the guard, which records it.
+func (h *handler) refuseEarly(w http.ResponseWriter, r *http.Request, id json.RawMessage, req guard.Request) bool {
+	pre := h.guard.Authorize(req)
+	if pre == nil {
+		return false
+	}
+	st := stateOf(r.Context())
+	res := h.guard.Call(r.Context(), req)
+	st.invoked = true
+	st.tool, st.outcome = req.Tool, res.Record.Outcome
+	e := res.Err
+	if e == nil {
+		// Authorize and Call disagree only if the catalog changed between them,
+		// which it cannot; answer safely anyway.
+		e = pre
+	}
+	status := http.StatusOK
+	if e.Code == apperr.InsufficientScope {
+		status = http.StatusForbidden
+		h.insufficientScope(w, r, e)
+	}
+	writeJSON(w, status, rpcErrorResponse(id, rpcCodeFor(e.Code), e.Message, e.Body()))
+	return true
+}
+
+// newMCPHandler builds the mcp-go server with one tool per catalog entry.
+func (h *handler) newMCPHandler() http.Handler {
+	s := server.NewMCPServer(h.cfg.ServerName, h.cfg.ServerVersion,
+		// Stateless: there is no session to notify of list changes.
+		server.WithToolCapabilities(false),
+		server.WithToolFilter(h.filterTools),
+		// tools/list varies by token: under 2026-07-28 its result says so
+		// (cacheScope "private"), whatever mcp-go's default becomes.
+		server.WithMethodCacheHints(mcp.MethodToolsList, 0, mcp.CacheScopePrivate),
+		server.WithRecovery(),
+	)
+	for _, t := range h.cat.Tools() {
+		s.AddTool(mcpTool(t), h.toolHandler(t.Name))
+	}
+	return server.NewStreamableHTTPServer(s,
+		server.WithStateLess(true),
+		server.WithEndpointPath("/mcp"),
+		// Host and Origin are checked once, in this package, for every route.
+		server.WithDisableLocalhostProtection(true),
+		server.WithDisableStreaming(true),
+		server.WithStreamableHTTPLogger(h.log),
+	)
+}
+
+// filterTools keeps the tools whose scopes the caller holds, in catalog order
+// (mcp-go hands them over sorted by name). No principal: none (fail closed).
+func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	p := stateOf(ctx).principal
+	if p == nil {
+		return []mcp.Tool{}
+	}
+	byName := make(map[string]mcp.Tool, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+	}
+	out := make([]mcp.Tool, 0, len(tools))
+	for _, t := range h.cat.Tools() {
+		if mt, ok := byName[t.Name]; ok && p.Has(t.Scopes...) {
+			out = append(out, mt)
+		}
+	}
+	return out
+}
+
+// mcpTool is the MCP definition of a catalog tool: every annotation explicit (the
+// MCP defaults would call most tools destructive and open-world), the scopes and
+// confirm/idempotency facts in _meta for clients that want to plan.
+func mcpTool(t catalog.Tool) mcp.Tool {
+	b := func(v bool) *bool { return &v }
+	return mcp.Tool{
+		Name:            t.Name,
+		Title:           t.Title,
+		Description:     t.Description,
+		RawInputSchema:  t.InputSchema,
+		RawOutputSchema: t.OutputSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           t.Title,
+			ReadOnlyHint:    b(t.Annotations.ReadOnly),
+			DestructiveHint: b(t.Annotations.Destructive),
+			IdempotentHint:  b(t.Annotations.Idempotent),
+			OpenWorldHint:   b(t.Annotations.OpenWorld),
+		},
+		Meta: &mcp.Meta{AdditionalFields: map[string]any{
+			metaScopes:          t.Scopes,
+			metaRequiresConfirm: t.Annotations.Destructive,
+			metaAcceptsIdemKey:  t.AcceptsIdempotencyKey,
+		}},
+	}
+}
+
+// toolHandler runs a tools/call through the guard. Errors become tool results with
+// isError (MCP 2025-11-25: the model can read them and act), never JSON-RPC errors.
+func (h *handler) toolHandler(name string) server.ToolHandlerFunc {
+	return func(ctx context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		st := stateOf(ctx)
+		st.invoked = true
+		var req guard.Request
+		if st.call != nil {
+			req = *st.call
+		} else {
+			req.Transport = "mcp"
+			req.Args = in.Params.RawArguments
+		}
+		req.Tool = name
+		res := h.guard.Call(ctx, req)
+		st.tool, st.outcome = name, res.Record.Outcome
+		return toolResult(res), nil
+	}
+}
+
+func toolResult(res guard.Result) *mcp.CallToolResult {
+	if res.Err != nil {
+		b, err := json.Marshal(res.Err.Body())
+		if err != nil {
+			b = []byte(`{"error":"internal error","code":"internal_error"}`)
+		}
+		// No structuredContent: clients validate it against the output schema even
+		// on errors, and the error shape is not the success shape.
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, IsError: true}
+	}
+	out := &mcp.CallToolResult{
+		Content:              []mcp.Content{mcp.NewTextContent(string(res.JSON))},
+		RawStructuredContent: res.JSON,
+	}
+	if res.Replay {
+		out.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaIdempotentReplay: true}}
+	}
+	return out
+}

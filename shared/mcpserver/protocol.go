@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Protocol revisions. mcp-go speaks every revision in mcp.ValidProtocolVersions and
+// decides per request which era (initialize handshake, or the sessionless
+// 2026-07-28 core) a message belongs to. This file adds the transport checks that
+// must run before enforcement: a request the protocol layer would refuse as
+// malformed must get its 400, not a 403 scope challenge or a tool result that the
+// guard produced (and audited) for a message that was never valid.
+
+// protocolError is a transport-level refusal of a /mcp message: HTTP 400 with a
+// JSON-RPC error body.
+type protocolError struct {
+	code int
+	msg  string
+	data any
+}
+
+// checkProtocol validates the MCP-Protocol-Version header against the revisions this
+// server speaks and, for a 2026-07-28 (or later) request, the version declared in
+// the body's _meta and the Mcp-Method / Mcp-Name headers that must mirror the body
+// (SEP-2243). A missing header is accepted: 2025-03-26 clients send none, and the
+// initialize request of later revisions precedes the negotiation.
+func checkProtocol(header http.Header, env rpcEnvelope) *protocolError {
+	hv := header.Get(mcp.HeaderProtocolVersion)
+	var params struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	// Malformed params are mcp-go's to report (as -32602); here they only mean
+	// that no version is declared in the body.
+	_ = json.Unmarshal(env.Params, &params)
+	mv := params.Meta.ProtocolVersion()
+
+	for _, v := range []string{hv, mv} {
+		if v != "" && !mcp.IsValidProtocolVersion(v) {
+			e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: mcp.ValidProtocolVersions}.JSONRPCError()
+			return &protocolError{code: e.Error.Code, msg: e.Error.Message, data: e.Error.Data}
+		}
+	}
+	if !mcp.IsModernProtocol(hv) && !mcp.IsModernProtocol(mv) {
+		return nil
+	}
+	// From 2026-07-28 the version travels in both places and they must agree.
+	switch {
+	case hv == "":
+		return &protocolError{code: mcp.HEADER_MISMATCH, msg: mcp.HeaderProtocolVersion + " header is required for requests carrying " + mcp.MetaKeyProtocolVersion}
+	case mv == "":
+		return &protocolError{code: mcp.INVALID_PARAMS, msg: "missing or invalid _meta field " + mcp.MetaKeyProtocolVersion}
+	case hv != mv:
+		return &protocolError{code: mcp.HEADER_MISMATCH, msg: mcp.HeaderProtocolVersion + " header " + hv + " does not match request " + mcp.MetaKeyProtocolVersion + " " + mv}
+	}
+	if env.Method == "" {
+		// A response or a message without a method: mcp-go refuses it.
+		return nil
+	}
+	if err := mcp.ValidateStandardHeaders(header.Get, mv, mcp.MCPMethod(env.Method), env.Params); err != nil {
+		var hm mcp.HeaderMismatchError
+		if errors.As(err, &hm) {
+			return &protocolError{code: mcp.HEADER_MISMATCH, msg: hm.Error()}
+		}
+		return &protocolError{code: mcp.HEADER_MISMATCH, msg: "header mismatch"}
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether a Host header (or URL host) names this machine's
+// loopback interface.
+func isLoopbackHost(host string) bool {
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.Trim(strings.ToLower(name), "[]")
+	return name == "localhost" || name == "127.0.0.1" || name == "::1"
+}
+
+// loopbackOrigin reports whether origin is a page served from this machine's
+// loopback interface (http or https, any port).
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return false
+	}
+	return isLoopbackHost(u.Host)
+}

@@ -1,0 +1,128 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+// ToolAnnotations is the annotation block of GET /tools, with MCP's names.
+type ToolAnnotations struct {
+	ReadOnlyHint    bool `json:"readOnlyHint"`
+	DestructiveHint bool `json:"destructiveHint"`
+	IdempotentHint  bool `json:"idempotentHint"`
+	OpenWorldHint   bool `json:"openWorldHint"`
+}
+
+// ToolInfo is one entry of GET /tools: the catalog entry plus what it means for
+// this caller.
+type ToolInfo struct {
+	Name                  string          `json:"name"`
+	Title                 string          `json:"title"`
+	Description           string          `json:"description"`
+	Annotations           ToolAnnotations `json:"annotations"`
+	Scopes                []string        `json:"scopes"`
+	InputSchema           json.RawMessage `json:"input_schema"`
+	OutputSchema          json.RawMessage `json:"output_schema"`
+	Allowed               bool            `json:"allowed"`
+	RequiresConfirm       bool            `json:"requires_confirm"`
+	AcceptsIdempotencyKey bool            `json:"accepts_idempotency_key"`
+}
+
+// ToolList is the body of GET /tools.
+type ToolList struct {
+	Tools []ToolInfo `json:"tools"`
+}
+
+// serveToolList is GET /tools: every tool, in catalog order, whether or not this
+// caller may use it. Introspection is not a tool invocation and is not audited.
+func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
+	if !h.originAllowed(r) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
+		return
+	}
+	p, ok := h.authenticate(w, r, "", nil, nil, false)
+	if !ok {
+		return
+	}
+	list := ToolList{Tools: []ToolInfo{}}
+	for _, t := range h.cat.Tools() {
+		list.Tools = append(list.Tools, ToolInfo{
+			Name:        t.Name,
+			Title:       t.Title,
+			Description: t.Description,
+			Annotations: ToolAnnotations{
+				ReadOnlyHint:    t.Annotations.ReadOnly,
+				DestructiveHint: t.Annotations.Destructive,
+				IdempotentHint:  t.Annotations.Idempotent,
+				OpenWorldHint:   t.Annotations.OpenWorld,
+			},
+			Scopes:                t.Scopes,
+			InputSchema:           t.InputSchema,
+			OutputSchema:          t.OutputSchema,
+			Allowed:               p.Has(t.Scopes...),
+			RequiresConfirm:       t.Annotations.Destructive,
+			AcceptsIdempotencyKey: t.AcceptsIdempotencyKey,
+		})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// serveToolCall is POST /tools/{name}: the body is the arguments object; the
+// answer is the result with 200, or the error body with the code's HTTP status.
+func (h *handler) serveToolCall(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	if !h.originAllowed(r) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := h.authenticate(w, r, name, body, nil, false); !ok {
+		return
+	}
+	res := h.guard.Call(r.Context(), h.baseRequest(r, name, body))
+	st.tool, st.outcome = name, res.Record.Outcome
+	if e := res.Err; e != nil {
+		b := e.Body()
+		switch e.Code {
+		case apperr.RateLimited:
+			w.Header().Set("Retry-After", strconv.Itoa(max(b.RetryAfterSeconds, 1)))
+		case apperr.InsufficientScope:
+			h.insufficientScope(w, r, e)
+		}
+		writeJSON(w, e.Code.HTTPStatus(), b)
+		return
+	}
+	if res.Replay {
+		w.Header().Set("Idempotent-Replay", "true")
+	}
+	writeRawJSON(w, http.StatusOK, res.JSON)
+}
+
+// ResourceMetadata is the RFC 9728 protected resource metadata document.
+type ResourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers,omitempty"`
+	ScopesSupported        []string `json:"scopes_supported"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+}
+
+// serveResourceMetadata answers both the plain and the path-suffixed (/mcp)
+// well-known URLs: the resource is the /mcp endpoint either way.
+func (h *handler) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ResourceMetadata{
+		Resource:               h.baseURL(r) + "/mcp",
+		AuthorizationServers:   h.cfg.AuthorizationServers,
+		ScopesSupported:        auth.AllScopes,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           h.cfg.ServerName,
+	})
+}

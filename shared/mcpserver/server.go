@@ -1,0 +1,391 @@
+// Package mcpserver is aacmcp's HTTP surface (DESIGN.md section 3): MCP Streamable
+// HTTP on /mcp (stateless, JSON responses), the REST routes /tools and
+// /tools/{name}, RFC 9728 protected resource metadata, and /healthz.
+//
+// Every tool invocation, whichever route it comes by, goes through the same
+// guard.Guard, so enforcement and audit are identical on both transports. This
+// package only adds what is HTTP's: body limits, Host and Origin checks, bearer
+// challenges, status codes, and JSON-RPC framing.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+)
+
+// DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures the HTTP surface.
+type Config struct {
+	// PublicURL is the externally visible base URL (scheme://host[/base]). Empty:
+	// derived per request from X-Forwarded-Proto and Host, plus BasePath.
+	PublicURL string
+	// BasePath is a prefix the outside world sees before every route, such as an API
+	// Gateway stage ("/prod"). It is used in derived URLs and stripped from incoming
+	// paths that carry it.
+	BasePath string
+	// AuthorizationServers are advertised in the protected resource metadata.
+	AuthorizationServers []string
+	// AllowedOrigins are the browser origins /mcp accepts (exact match). A request
+	// without Origin is always accepted (non-browser clients send none).
+	AllowedOrigins []string
+	// AllowedHosts are the Host values accepted. Empty: loopback only (localhost,
+	// 127.0.0.1, [::1], any port), against DNS rebinding. "*": any host, for
+	// deployments where a gateway owns Host.
+	AllowedHosts []string
+	// MaxBodyBytes caps request bodies (default DefaultMaxBodyBytes); larger bodies
+	// get 413 before anything is parsed.
+	MaxBodyBytes int64
+	// ServerName and ServerVersion are reported in MCP initialize and the metadata.
+	ServerName, ServerVersion string
+	Logger                    *slog.Logger
+}
+
+// handler is the whole HTTP surface.
+type handler struct {
+	cfg     Config
+	guard   *guard.Guard
+	cat     *catalog.Catalog
+	auth    PrincipalSource
+	log     *slog.Logger
+	mux     *http.ServeMux
+	mcp     http.Handler
+	maxBody int64
+}
+
+// New returns the HTTP handler serving every route of DESIGN.md section 3.
+func New(cfg Config, g *guard.Guard, cat *catalog.Catalog, src PrincipalSource) http.Handler {
+	h := &handler{cfg: cfg, guard: g, cat: cat, auth: src, log: cfg.Logger, maxBody: cfg.MaxBodyBytes}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.cfg.ServerName == "" {
+		h.cfg.ServerName = "aacmcp"
+	}
+	if h.cfg.ServerVersion == "" {
+		h.cfg.ServerVersion = "dev"
+	}
+	h.cfg.BasePath = "/" + strings.Trim(h.cfg.BasePath, "/")
+	if h.cfg.BasePath == "/" {
+		h.cfg.BasePath = ""
+	}
+	h.cfg.PublicURL = strings.TrimRight(h.cfg.PublicURL, "/")
+	h.mcp = h.newMCPHandler()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /mcp", h.serveMCP)
+	mux.HandleFunc("/mcp", methodNotAllowed)
+	mux.HandleFunc("GET /tools", h.serveToolList)
+	mux.HandleFunc("POST /tools/{name}", h.serveToolCall)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", h.serveResourceMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", h.serveResourceMetadata)
+	mux.HandleFunc("GET /healthz", serveHealth)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route", "code": "not_found"})
+	})
+	h.mux = mux
+	return h
+}
+
+// methodNotAllowed answers GET and DELETE on /mcp: the server is stateless and
+// answers every POST with JSON, so there is no stream to open and no session to end.
+func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed; use POST", "code": "method_not_allowed"})
+}
+
+func serveHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ServeHTTP runs the checks every route shares, then the route, and logs one line.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id"))}
+	rw := &statusWriter{ResponseWriter: w}
+	rw.Header().Set("X-Request-Id", st.requestID)
+	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
+
+	defer func() {
+		if p := recover(); p != nil {
+			// net/http would recover too, but would drop the connection without a
+			// response and without our log line.
+			h.log.Error("panic in HTTP handler", "path", r.URL.Path, "request_id", st.requestID, "panic", p)
+			if !rw.wrote {
+				writeJSON(rw, http.StatusInternalServerError, apperr.Internal(nil).Body())
+			}
+		}
+		h.log.Info("request",
+			"method", r.Method, "path", r.URL.Path, "status", rw.status(),
+			"duration_ms", time.Since(start).Milliseconds(), "request_id", st.requestID,
+			"tool", st.tool, "outcome", st.outcome)
+	}()
+
+	if !h.hostAllowed(r.Host) {
+		writeJSON(rw, http.StatusForbidden, map[string]string{"error": "host not allowed", "code": "forbidden"})
+		return
+	}
+	if h.cfg.BasePath != "" {
+		if rest, ok := strings.CutPrefix(r.URL.Path, h.cfg.BasePath); ok && (rest == "" || rest[0] == '/') {
+			r.URL.Path = "/" + strings.TrimPrefix(rest, "/")
+			r.URL.RawPath = ""
+		}
+	}
+	if r.ContentLength > h.maxBody {
+		tooLarge(rw, r)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody)
+	}
+	h.mux.ServeHTTP(rw, r)
+}
+
+// readBody reads the (already size-capped) body; ok=false means the response has
+// been written (413 or 400).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Body == nil {
+		return nil, true
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			tooLarge(w, r)
+			return nil, false
+		}
+		writeJSON(w, http.StatusBadRequest, apperr.New(apperr.InvalidArguments, "could not read the request body").Body())
+		return nil, false
+	}
+	return b, true
+}
+
+func tooLarge(w http.ResponseWriter, r *http.Request) {
+	msg := "request body too large"
+	if r.URL.Path == "/mcp" {
+		writeJSON(w, http.StatusRequestEntityTooLarge, rpcErrorResponse(nil, rpcInvalidRequest, msg, nil))
+		return
+	}
+	writeJSON(w, http.StatusRequestEntityTooLarge, apperr.New(apperr.InvalidArguments, msg).Body())
+}
+
+// hostAllowed implements Config.AllowedHosts.
+func (h *handler) hostAllowed(host string) bool {
+	if slices.Contains(h.cfg.AllowedHosts, "*") {
+		return true
+	}
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.Trim(strings.ToLower(name), "[]")
+	if len(h.cfg.AllowedHosts) == 0 {
+		return name == "localhost" || name == "127.0.0.1" || name == "::1"
+	}
+	for _, a := range h.cfg.AllowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(strings.Trim(a, "[]"), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed: no Origin is fine (not a browser); otherwise an exact match of
+// the allow-list, or a loopback page talking to a server reached on loopback (what
+// the MCP SDKs' localhost protection accepts and the conformance suite's
+// dns-rebinding-protection scenario requires). A rebinding attack cannot pass: its
+// Host is the attacker's name, which hostAllowed has already refused.
+func (h *handler) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o == "" || slices.Contains(h.cfg.AllowedOrigins, o) || (loopbackOrigin(o) && isLoopbackHost(r.Host))
+}
+
+// baseURL is the public base URL for links in responses.
+func (h *handler) baseURL(r *http.Request) string {
+	if h.cfg.PublicURL != "" {
+		return h.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); p != "" {
+		if p = strings.ToLower(strings.TrimSpace(p)); p == "http" || p == "https" {
+			scheme = p
+		}
+	}
+	return scheme + "://" + r.Host + h.cfg.BasePath
+}
+
+// resourceMetadataURL is the RFC 9728 document for the /mcp resource.
+func (h *handler) resourceMetadataURL(r *http.Request) string {
+	return h.baseURL(r) + "/.well-known/oauth-protected-resource/mcp"
+}
+
+// authenticate resolves the principal or writes the refusal (401, or 500 when the
+// source itself failed) and audits it once. tool and jsonrpcID describe the request
+// for the audit record; onMCP selects the JSON-RPC error framing.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, tool string, args json.RawMessage, rpcID json.RawMessage, onMCP bool) (*auth.Principal, bool) {
+	st := stateOf(r.Context())
+	p, err := h.auth.Principal(r)
+	if err == nil {
+		st.principal = &p
+		return &p, true
+	}
+	e := apperr.As(err)
+	req := h.baseRequest(r, tool, args)
+	req.JSONRPCID = rpcIDString(rpcID)
+	var rej *auth.RejectError
+	if errors.As(err, &rej) && rej.TokenID != "" {
+		// An expired or revoked token is known: its public id helps spot misuse.
+		req.Principal = &auth.Principal{TokenID: rej.TokenID}
+	}
+	h.guard.RecordRejected(r.Context(), req, e)
+	st.tool, st.outcome = tool, string(e.Code.Outcome())
+
+	status := http.StatusUnauthorized
+	if e.Code != apperr.InvalidToken {
+		status = http.StatusInternalServerError
+		e = apperr.Internal(err)
+		h.log.Error("principal source failed", "request_id", st.requestID, "err", err)
+	} else {
+		challenge := `Bearer resource_metadata="` + h.resourceMetadataURL(r) + `"`
+		if strings.TrimSpace(r.Header.Get("Authorization")) != "" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	if onMCP {
+		writeJSON(w, status, rpcErrorResponse(rpcID, rpcCodeFor(e.Code), e.Message, e.Body()))
+	} else {
+		writeJSON(w, status, e.Body())
+	}
+	return nil, false
+}
+
+// baseRequest fills the transport facts of a guard.Request.
+func (h *handler) baseRequest(r *http.Request, tool string, args json.RawMessage) guard.Request {
+	st := stateOf(r.Context())
+	transport := "rest"
+	if r.URL.Path == "/mcp" {
+		transport = "mcp"
+	}
+	src := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(src); err == nil {
+		src = host
+	}
+	return guard.Request{
+		Principal:       st.principal,
+		Tool:            tool,
+		Args:            args,
+		Transport:       transport,
+		RequestID:       st.requestID,
+		ProtocolVersion: r.Header.Get("MCP-Protocol-Version"),
+		UserAgent:       r.Header.Get("User-Agent"),
+		SourceIP:        src,
+	}
+}
+
+// insufficientScope sets the RFC 6750 challenge for a scope refusal.
+func (h *handler) insufficientScope(w http.ResponseWriter, r *http.Request, e *apperr.Error) {
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+
+		strings.Join(e.Scopes, " ")+`", resource_metadata="`+h.resourceMetadataURL(r)+`"`)
+}
+
+// requestID keeps a client's X-Request-Id when it is short and plain, else mints one.
+func requestID(v string) string {
+	if n := len(v); n > 0 && n <= 128 && !strings.ContainsFunc(v, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c))
+	}) {
+		return v
+	}
+	return ulid.Make().String()
+}
+
+// reqState is per-request state shared by the middleware, the routes and the MCP
+// tool handlers (which see the request's context through mcp-go).
+type reqState struct {
+	requestID string
+	principal *auth.Principal
+	// call is the tools/call the /mcp pre-dispatch prepared for the tool handler.
+	call    *guard.Request
+	invoked bool // a tools/call reached the guard (and so was audited)
+	// For the access log.
+	tool, outcome string
+}
+
+type reqStateKey struct{}
+
+func stateOf(ctx context.Context) *reqState {
+	if st, ok := ctx.Value(reqStateKey{}).(*reqState); ok {
+		return st
+	}
+	return &reqState{}
+}
+
+// statusWriter records the status for the access log. It deliberately does not
+// implement http.Flusher: mcp-go then never upgrades a response to SSE, so every
+// /mcp answer is a single JSON document (what API Gateway and Lambda can carry).
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.code, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) status() int {
+	if !s.wrote {
+		return http.StatusOK
+	}
+	return s.code
+}
+
+// writeJSON encodes v as the response body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(apperr.Internal(err).Body())
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	_, _ = w.Write([]byte("\n"))
+}
