@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/spf13/cobra"
+
+	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
+	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
+	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/gateway"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
+)
+
+type gatewayFlags struct {
+	addr               string
+	backend            backendFlags
+	auditStream        string
+	kinesisEndpointURL string
+	authorizerURL      string
+	functionURL        string
+	rateLimit          string
+	authFailLimit      string
+	allowedOrigins     []string
+	logLevel           string
+}
+
+func newGatewayCmd(g *globals) *cobra.Command {
+	var gf gatewayFlags
+	c := &cobra.Command{
+		Use:   "gateway [--addr 127.0.0.1:8081] --backend dynamodb --table T --tokens-table T2",
+		Short: "Run a local API Gateway in front of the Lambda functions' code (like sam local start-api)",
+		Long: `Listen on a loopback address and do what the deployed API Gateway REST API does:
+a request without Authorization is 401 with the WWW-Authenticate challenge (the
+authorizer is not called, and the refusal is audited as the access-log forwarder does
+in AWS); otherwise the REQUEST authorizer runs, its result cached for 60 seconds per
+header; then the MCP function gets a REST proxy event with the authorizer's context, and
+its proxy response goes back as HTTP.
+
+Both functions run in process with their production code, against the DynamoDB tables
+(--endpoint-url for an emulator such as dynalite). --authorizer-url and --function-url
+send the events to Lambda invoke URLs instead, such as the Runtime Interface Emulator's
+http://127.0.0.1:PORT/2015-03-31/functions/function/invocations.
+
+Audit records go to the Kinesis stream --audit-stream (--kinesis-endpoint-url for
+kinesalite), or, without a stream, to the audit files under --data.`,
+		Example: `  aacmcp gateway --backend dynamodb --table aacmcp-main --tokens-table aacmcp-tokens \
+    --endpoint-url http://127.0.0.1:8000 --audit-stream aacmcp-audit --kinesis-endpoint-url http://127.0.0.1:4567`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error { return runGateway(c.Context(), c, g, gf) },
+	}
+	f := c.Flags()
+	f.StringVar(&gf.addr, "addr", "127.0.0.1:8081", "listen address; port 0 picks a free one")
+	addBackendFlags(c, g, &gf.backend)
+	f.StringVar(&gf.auditStream, "audit-stream", g.env.getenv("AACMCP_AUDIT_STREAM"), "Kinesis stream for audit records (env AACMCP_AUDIT_STREAM; default: audit files under --data)")
+	f.StringVar(&gf.kinesisEndpointURL, "kinesis-endpoint-url", "", "Kinesis endpoint, e.g. kinesalite (default: AWS_ENDPOINT_URL_KINESIS or AWS)")
+	f.StringVar(&gf.authorizerURL, "authorizer-url", "", "invoke URL of the authorizer function (default: in process)")
+	f.StringVar(&gf.functionURL, "function-url", "", "invoke URL of the MCP function (default: in process)")
+	f.StringVar(&gf.rateLimit, "rate-limit", g.env.envOr("AACMCP_RATE_LIMIT", lambdaenv.DefaultRateLimit), "the MCP function's calls per token and tool (env AACMCP_RATE_LIMIT)")
+	f.StringVar(&gf.authFailLimit, "auth-fail-limit", g.env.envOr("AACMCP_AUTH_FAIL_LIMIT", lambdaenv.DefaultAuthFailLimit), "the authorizer's failed attempts per source IP (env AACMCP_AUTH_FAIL_LIMIT)")
+	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
+	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	return c
+}
+
+// check validates the flags that need no I/O and returns the function configuration.
+func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
+	if _, _, err := net.SplitHostPort(gf.addr); err != nil {
+		return lambdaenv.Config{}, usagef("--addr %q: want host:port, such as 127.0.0.1:8081", gf.addr)
+	}
+	if gf.backend.kind != backendDynamoDB {
+		return lambdaenv.Config{}, usagef("gateway runs the Lambda functions, which use DynamoDB: pass --backend dynamodb --table T --tokens-table T2")
+	}
+	if err := gf.backend.validate(); err != nil {
+		return lambdaenv.Config{}, err
+	}
+	for name, u := range map[string]string{"--kinesis-endpoint-url": gf.kinesisEndpointURL, "--authorizer-url": gf.authorizerURL, "--function-url": gf.functionURL} {
+		if u == "" {
+			continue
+		}
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return lambdaenv.Config{}, usagef("%s %q: want an absolute http(s) URL", name, u)
+		}
+	}
+	rate, err := ratelimit.Parse(gf.rateLimit)
+	if err != nil {
+		return lambdaenv.Config{}, usagef("--rate-limit: %v", err)
+	}
+	failRate, err := ratelimit.Parse(gf.authFailLimit)
+	if err != nil {
+		return lambdaenv.Config{}, usagef("--auth-fail-limit: %v", err)
+	}
+	return lambdaenv.Config{
+		Table:          gf.backend.table,
+		TokensTable:    gf.backend.tokensTable,
+		AuditStream:    gf.auditStream,
+		RateLimit:      rate,
+		AuthFailLimit:  failRate,
+		AllowedOrigins: gf.allowedOrigins,
+	}, nil
+}
+
+func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFlags) error {
+	lcfg, err := gf.check()
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(c.ErrOrStderr(), gf.logLevel)
+	if err != nil {
+		return err
+	}
+	awsCfg, err := gf.backend.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if gf.backend.endpointURL != "" {
+			o.BaseEndpoint = aws.String(gf.backend.endpointURL)
+		}
+	})
+
+	var sink audit.Sink
+	auditDesc := ""
+	if gf.auditStream != "" {
+		kc := kinesis.NewFromConfig(awsCfg, func(o *kinesis.Options) {
+			if gf.kinesisEndpointURL != "" {
+				o.BaseEndpoint = aws.String(gf.kinesisEndpointURL)
+			}
+		})
+		// Fallback lines go to stdout, as a function's do to CloudWatch Logs.
+		sink = auditkinesis.New(kc, gf.auditStream, auditkinesis.WithFallback(c.OutOrStdout()), auditkinesis.WithLogger(log))
+		auditDesc = "Kinesis stream " + gf.auditStream
+	} else {
+		fs, err := file.New(g.dataDir, file.WithLogger(log))
+		if err != nil {
+			return err
+		}
+		defer fs.Close()
+		sink = fs
+		auditDesc = "files under " + g.dataDir
+	}
+
+	// The functions' CloudWatch embedded-metric lines have no reader locally.
+	metricsOut := io.Discard
+	var authorizer, function gateway.Invoker
+	authDesc, fnDesc := "in process", "in process"
+	if gf.authorizerURL != "" {
+		authorizer, authDesc = gateway.InvokeURL(gf.authorizerURL, &http.Client{Timeout: 30 * time.Second}), gf.authorizerURL
+	} else {
+		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName)})
+		if err != nil {
+			return err
+		}
+		authorizer = lambda.NewHandler(a.Handle)
+	}
+	if gf.functionURL != "" {
+		function, fnDesc = gateway.InvokeURL(gf.functionURL, &http.Client{Timeout: gateway.IntegrationTimeout + time.Second}), gf.functionURL
+	} else {
+		f, err := mcpfn.Build(ctx, lcfg, mcpfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", mcpfn.FunctionName)})
+		if err != nil {
+			return err
+		}
+		function = lambda.NewHandler(f.Handle)
+	}
+	handler := gateway.New(gateway.Config{
+		Authorizer: authorizer,
+		Function:   function,
+		Audit:      sink,
+		Tools:      catalog.New(catalog.Deps{}),
+		Logger:     log,
+	})
+
+	ln, err := net.Listen("tcp", gf.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", gf.addr, err)
+	}
+	base := "http://" + displayAddr(ln.Addr())
+	w := c.OutOrStdout()
+	fmt.Fprintf(w, "aacmcp gateway serving %s/mcp (stage %s)\n", base, gateway.DefaultStage)
+	fmt.Fprintf(w, "  authorizer: %s (results cached %.0fs)\n", authDesc, gateway.DefaultCacheTTL.Seconds())
+	fmt.Fprintf(w, "  function:   %s\n", fnDesc)
+	fmt.Fprintf(w, "  tables:     %s, %s\n", lcfg.Table, lcfg.TokensTable)
+	fmt.Fprintf(w, "  audit:      %s\n", auditDesc)
+	fmt.Fprintf(w, "Tokens: aacmcp token create --backend dynamodb --table %s --tokens-table %s%s --workspace ID --user USER --scopes issues:read\n",
+		lcfg.Table, lcfg.TokensTable, endpointFlag(gf.backend.endpointURL))
+
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      gateway.IntegrationTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	return serveUntilDone(ctx, srv, ln, log, g.env.Ready, base)
+}
+
+func endpointFlag(u string) string {
+	if u == "" {
+		return ""
+	}
+	return " --endpoint-url " + strings.TrimSpace(u)
+}

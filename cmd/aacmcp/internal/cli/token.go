@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+func newTokenCmd(g *globals) *cobra.Command {
+	return newGroup("token", "Issue, list and revoke bearer tokens",
+		newTokenCreateCmd(g), newTokenListCmd(g), newTokenRevokeCmd(g))
+}
+
+// createdToken is the --json output of token create: the only time the secret is shown.
+type createdToken struct {
+	Token       string    `json:"token"`
+	TokenID     string    `json:"token_id"`
+	Name        string    `json:"name"`
+	WorkspaceID string    `json:"workspace_id"`
+	UserID      string    `json:"user_id"`
+	Scopes      []string  `json:"scopes"`
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+func newTokenCreateCmd(g *globals) *cobra.Command {
+	var (
+		b              backendFlags
+		ws, user, name string
+		scopes         string
+		ttl            time.Duration
+		asJSON         bool
+	)
+	c := &cobra.Command{
+		Use:   "create --workspace ID --user USER --scopes S1,S2 [--ttl 720h] [--name NAME]",
+		Short: "Issue a bearer token (the secret is shown once)",
+		Long: `Issue a bearer token for a user of a workspace. Only its SHA-256 is stored: the
+secret is printed once and cannot be shown again. Scopes imply nothing (issues:write
+does not grant issues:read). Known scopes: ` + strings.Join(auth.AllScopes, ", ") + `.`,
+		Example: `  aacmcp token create --workspace demo --user dev --scopes issues:read,issues:write --ttl 24h --json`,
+		Args:    wrapArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			list := auth.ParseScopes(scopes)
+			if len(list) == 0 {
+				return usagef("--scopes: name at least one of %s", strings.Join(auth.AllScopes, ", "))
+			}
+			for _, s := range list {
+				if !isScope(s) {
+					return usagef("--scopes: unknown scope %q (known: %s)", s, strings.Join(auth.AllScopes, ", "))
+				}
+			}
+			if ttl <= 0 || ttl > auth.MaxTokenTTL {
+				return usagef("--ttl %s: must be positive and at most %s", ttl, auth.MaxTokenTTL)
+			}
+			s, done, err := b.open(c.Context(), c, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if _, err := s.GetWorkspace(c.Context(), ws); err != nil {
+				return fmt.Errorf("workspace %q: %s", ws, describe(err))
+			}
+			if _, err := s.GetMember(c.Context(), ws, user); apperr.Is(err, apperr.NotFound) {
+				fmt.Fprintf(c.ErrOrStderr(), "warning: %s is not a member of %s: every call with this token will be permission_denied until `aacmcp member add`\n", user, ws)
+			} else if err != nil {
+				return err
+			}
+			secret, rec, err := auth.IssueToken(c.Context(), s, auth.TokenRequest{
+				WorkspaceID: ws, UserID: user, Name: name, Scopes: list, TTL: ttl,
+			}, g.env.now())
+			if err != nil {
+				return err
+			}
+			out := createdToken{
+				Token: secret, TokenID: rec.TokenID, Name: rec.Name, WorkspaceID: rec.WorkspaceID,
+				UserID: rec.UserID, Scopes: rec.Scopes, CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
+			}
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), out)
+			}
+			w := c.OutOrStdout()
+			fmt.Fprintf(w, "token %s for %s in %s, scopes %s, expires %s\n",
+				rec.TokenID, rec.UserID, rec.WorkspaceID, strings.Join(rec.Scopes, " "), fmtTime(rec.ExpiresAt))
+			fmt.Fprintf(w, "\n  %s\n\nThis secret is shown once; only its hash is stored.\n", secret)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&ws, "workspace", "", "workspace id (required)")
+	f.StringVar(&user, "user", "", "user id (required)")
+	f.StringVar(&scopes, "scopes", "", "comma- or space-separated scopes (required)")
+	f.DurationVar(&ttl, "ttl", 720*time.Hour, "lifetime")
+	f.StringVar(&name, "name", "", "label shown by token list")
+	f.BoolVar(&asJSON, "json", false, `print {"token": ..., "token_id": ..., ...} as JSON`)
+	for _, n := range []string{"workspace", "user", "scopes"} {
+		_ = c.MarkFlagRequired(n)
+	}
+	addBackendFlags(c, g, &b)
+	return c
+}
+
+func isScope(s string) bool {
+	for _, k := range auth.AllScopes {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+func newTokenListCmd(g *globals) *cobra.Command {
+	var (
+		b      backendFlags
+		ws     string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "list [--workspace ID]",
+		Short: "List tokens (never their secrets), newest first",
+		Args:  wrapArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, done, err := b.open(c.Context(), c, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			toks, err := s.ListTokens(c.Context(), ws)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if toks == nil {
+					toks = []auth.TokenRecord{}
+				}
+				return writeJSON(c.OutOrStdout(), toks)
+			}
+			now := g.env.now()
+			t := newTable(c.OutOrStdout(), "TOKEN ID", "NAME", "WORKSPACE", "USER", "SCOPES", "EXPIRES", "STATE")
+			for _, r := range toks {
+				t.row(r.TokenID, orDash(r.Name), r.WorkspaceID, r.UserID, strings.Join(r.Scopes, ","), fmtTime(r.ExpiresAt), tokenState(r, now))
+			}
+			return t.flush()
+		},
+	}
+	c.Flags().StringVar(&ws, "workspace", "", "only this workspace's tokens (default: all)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the token records as JSON")
+	addBackendFlags(c, g, &b)
+	return c
+}
+
+func tokenState(r auth.TokenRecord, now time.Time) string {
+	switch {
+	case r.RevokedAt != nil:
+		return "revoked " + fmtTime(*r.RevokedAt)
+	case !now.Before(r.ExpiresAt):
+		return "expired"
+	default:
+		return "active"
+	}
+}
+
+func newTokenRevokeCmd(g *globals) *cobra.Command {
+	var (
+		b      backendFlags
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "revoke TOKEN_ID",
+		Short: "Revoke a token by its public id (tok_...)",
+		Long: `Revoke a token. The local server and the Lambda authorizer cache a verified token
+for at most 60 seconds, so a revocation takes full effect within a minute.`,
+		Args: wrapArgs(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			id := args[0]
+			if !strings.HasPrefix(id, "tok_") {
+				return usagef("%q is not a token id: pass the public id (tok_...) that token list shows, never the secret", id)
+			}
+			s, done, err := b.open(c.Context(), c, g)
+			if err != nil {
+				return err
+			}
+			defer done()
+			rec, err := s.UpdateTokenRevoked(c.Context(), id, g.env.now().UTC())
+			if err != nil {
+				return fmt.Errorf("token %s: %s", id, describe(err))
+			}
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), rec)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "revoked %s at %s\n", rec.TokenID, fmtTime(*rec.RevokedAt))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the revoked record as JSON")
+	addBackendFlags(c, g, &b)
+	return c
+}
