@@ -1,0 +1,87 @@
+# aacmcp — the two commands a new user needs are `make run` and `make test`.
+# Everything the tests need is installed by `make test` itself (Go modules, and the npm
+# packages pinned by test/package-lock.json).
+
+SHELL       := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO          ?= go
+ADDR        ?= 127.0.0.1:8080
+DATA        ?= .aacmcp
+ARCH        ?= arm64
+FUNCTIONS   := $(notdir $(patsubst %/,%,$(wildcard functions/*/)))
+NPM_STAMP   := test/node_modules/.installed
+# Short fuzzing in `make test`; `make fuzz` runs each target for FUZZTIME.
+FUZZTIME    ?= 60s
+TEST_FUZZTIME ?= 3s
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## Serve MCP locally with the embedded store and dev tokens (ADDR=host:port)
+	$(GO) run ./cmd/aacmcp serve --dev --addr $(ADDR) --data $(DATA)
+
+.PHONY: deps
+deps: $(NPM_STAMP) ## Install Go modules and the pinned npm test packages
+	$(GO) mod download
+
+$(NPM_STAMP): test/package.json test/package-lock.json
+	npm ci --prefix test --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: test
+test: deps lint ## Install what the tests need and run every test (race detector on)
+	$(GO) mod verify
+	$(GO) mod tidy -diff
+	$(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
+	@for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/aacmcp-fuzz.log 2>&1 || { cat /tmp/aacmcp-fuzz.log; exit 1; }; \
+	  done; \
+	done
+
+.PHONY: build
+build: ## Build dist/<function>/bootstrap for every Lambda function (ARCH=arm64|amd64)
+	@for fn in $(FUNCTIONS); do \
+	  mkdir -p dist/$$fn; \
+	  GOOS=linux GOARCH=$(ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o dist/$$fn/bootstrap ./functions/$$fn; \
+	  printf '%-12s %s\n' $$fn "$$(du -h dist/$$fn/bootstrap | cut -f1)"; \
+	done
+
+.PHONY: cli
+cli: ## Build the aacmcp CLI into dist/aacmcp
+	$(GO) build -o dist/aacmcp ./cmd/aacmcp
+
+.PHONY: synth
+synth: build ## Synthesize the CloudFormation template offline into cdk.out/
+	CDK_OUTDIR=cdk.out $(GO) run ./infra
+
+.PHONY: deploy
+deploy: ## Deploy the stack with the CDK CLI (needs AWS credentials; see docs/deploy.md)
+	npx --yes aws-cdk@2 deploy --require-approval broadening
+
+.PHONY: vuln
+vuln: ## govulncheck (needs the online vulnerability database: not part of CI)
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest ./...
+
+.PHONY: clean
+clean: ## Remove build outputs (keeps .aacmcp data)
+	rm -rf dist cdk.out

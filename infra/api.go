@@ -1,0 +1,313 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
+	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+)
+
+const (
+	stageName = "prod"
+	// authorizerCacheSeconds: a revoked token keeps working at most this long.
+	authorizerCacheSeconds = 60
+	// wellKnownPath is the RFC 9728 protected resource metadata route.
+	wellKnownPath = "/.well-known/oauth-protected-resource"
+)
+
+// route is one API route and whether a bearer token is required.
+type route struct {
+	method string
+	path   string
+	authed bool
+}
+
+// routes is the HTTP surface (DESIGN.md section 3). Everything that runs a tool is
+// behind the authorizer; discovery and liveness are not, because a client must be able
+// to learn how to authenticate before it has a token.
+var routes = []route{
+	{"POST", "/mcp", true},
+	{"GET", "/tools", true},
+	{"POST", "/tools/{name}", true},
+	{"GET", wellKnownPath, false},
+	{"GET", "/healthz", false},
+}
+
+// api is the public entry point.
+type api struct {
+	rest      awsapigateway.RestApi
+	accessLog awslogs.LogGroup
+	webACL    awswafv2.CfnWebACL
+	// baseURL ends with "/"; it is the custom domain when one is configured.
+	baseURL *string
+}
+
+func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *api {
+	a := &api{}
+	stack := awscdk.Stack_Of(scope)
+	a.accessLog = awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     retention(cfg.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+
+	props := &awsapigateway.RestApiProps{
+		Description: jsii.String("aacmcp remote MCP server"),
+		// Regional: WAF attaches to the stage directly, and a custom domain uses a
+		// certificate from this region.
+		EndpointConfiguration: &awsapigateway.EndpointConfiguration{
+			Types: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
+		},
+		// Execution logs (errors only) need the account's API Gateway CloudWatch role.
+		CloudWatchRole: jsii.Bool(true),
+		DeployOptions: &awsapigateway.StageOptions{
+			StageName:            jsii.String(stageName),
+			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(a.accessLog),
+			// The forwarder decodes exactly this format (unauthenticated 401s become
+			// audit records), so it is defined next to the decoder.
+			AccessLogFormat: awsapigateway.AccessLogFormat_Custom(jsii.String(forwarderfn.AccessLogFormat)),
+			LoggingLevel:    awsapigateway.MethodLoggingLevel_ERROR,
+			// Request and response bodies hold issue text: never in execution logs.
+			DataTraceEnabled:     jsii.Bool(false),
+			MetricsEnabled:       jsii.Bool(true),
+			TracingEnabled:       jsii.Bool(true),
+			ThrottlingRateLimit:  jsii.Number(float64(cfg.APIRateLimit)),
+			ThrottlingBurstLimit: jsii.Number(float64(cfg.APIBurstLimit)),
+		},
+	}
+	if cfg.DomainName != "" {
+		props.DomainName = &awsapigateway.DomainNameOptions{
+			DomainName:     jsii.String(cfg.DomainName),
+			Certificate:    awscertificatemanager.Certificate_FromCertificateArn(scope, jsii.String("DomainCertificate"), jsii.String(cfg.CertificateARN)),
+			EndpointType:   awsapigateway.EndpointType_REGIONAL,
+			SecurityPolicy: awsapigateway.SecurityPolicy_TLS_1_2,
+		}
+	}
+	a.rest = awsapigateway.NewRestApi(scope, jsii.String("Api"), props)
+	suppress(a.rest, "IAM4", "The account-level API Gateway logging role uses AmazonAPIGatewayPushToCloudWatchLogs, "+
+		"the policy AWS documents for it; the role is shared by every API in the account and region, whose "+
+		"execution log groups are named by API Gateway.", "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
+	suppress(a.rest, "APIG2", "Request bodies are validated by the function against each tool's input schema: "+
+		"a gateway validator would answer before the function runs and leave a tool call without its audit record.")
+
+	if cfg.DomainName != "" {
+		a.baseURL = jsii.String("https://" + cfg.DomainName + "/")
+	} else {
+		// Built from parts, not RestApi.Url(): the gateway responses below embed it, and
+		// the deployment depends on them, so referring to the stage would be a cycle.
+		a.baseURL = jsii.String("https://" + *a.rest.RestApiId() + ".execute-api." + *stack.Region() + "." + *stack.UrlSuffix() + "/" + stageName + "/")
+	}
+
+	authorizer := awsapigateway.NewRequestAuthorizer(scope, jsii.String("TokenAuthorizer"), &awsapigateway.RequestAuthorizerProps{
+		Handler:         fns.get(fnAuthorizer),
+		IdentitySources: &[]*string{awsapigateway.IdentitySource_Header(jsii.String("Authorization"))},
+		// The cache key is the Authorization header; the authorizer returns a policy for
+		// the whole API, so one cached answer serves every route.
+		ResultsCacheTtl: awscdk.Duration_Seconds(jsii.Number(authorizerCacheSeconds)),
+	})
+
+	integration := awsapigateway.NewLambdaIntegration(fns.get(fnMCP), &awsapigateway.LambdaIntegrationOptions{
+		Proxy: jsii.Bool(true),
+		// The console's test-invoke needs a second permission per method; not worth it.
+		AllowTestInvoke: jsii.Bool(false),
+	})
+	for _, r := range routes {
+		res := a.rest.Root().ResourceForPath(jsii.String(r.path))
+		opts := &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_NONE}
+		if r.authed {
+			opts = &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_CUSTOM, Authorizer: authorizer}
+		}
+		m := res.AddMethod(jsii.String(r.method), integration, opts)
+		if r.authed {
+			suppress(m, "COG4", "Callers are MCP clients holding opaque aacmcp bearer tokens, verified by the "+
+				"Lambda REQUEST authorizer; there is no Cognito user pool.")
+		} else {
+			suppress(m, "APIG4", "Public by design: "+r.path+" is liveness or RFC 9728 discovery, which a client "+
+				"reads before it has a token; it exposes no tool and no data.")
+			suppress(m, "COG4", "Public by design (see APIG4); no authorizer of any kind applies.")
+		}
+	}
+	if len(cfg.AllowedOrigins) > 0 {
+		// Browser clients preflight POST /mcp; the function still checks Origin itself.
+		origins := make([]*string, len(cfg.AllowedOrigins))
+		for i, o := range cfg.AllowedOrigins {
+			origins[i] = jsii.String(o)
+		}
+		preflight := a.rest.Root().ResourceForPath(jsii.String("/mcp")).AddCorsPreflight(&awsapigateway.CorsOptions{
+			AllowOrigins: &origins,
+			AllowMethods: jsii.Strings("POST", "OPTIONS"),
+			AllowHeaders: jsii.Strings("Authorization", "Content-Type", "Accept", "Mcp-Protocol-Version", "Mcp-Session-Id"),
+			MaxAge:       awscdk.Duration_Minutes(jsii.Number(10)),
+		})
+		suppress(preflight, "APIG4", "CORS preflight (OPTIONS) carries no credentials by definition and is answered by a mock integration.")
+		suppress(preflight, "COG4", "CORS preflight carries no credentials by definition, so no authorizer of any kind can apply to it.")
+	}
+
+	a.addGatewayResponses()
+	a.addWAF(scope, cfg)
+	return a
+}
+
+// errorBody is the error contract's body shape ({"error": ..., "code": ...}).
+func errorBody(message string, code apperr.Code) string {
+	// Marshalling a map of strings cannot fail.
+	b, _ := json.Marshal(map[string]string{"error": message, "code": string(code)})
+	return string(b)
+}
+
+// addGatewayResponses makes API Gateway's own answers speak the error contract. A
+// missing or refused token is 401 with the RFC 9728 pointer, so an MCP client can find
+// out how to authenticate. The authorizer's policy covers the whole API, so a Deny can
+// only mean the token was refused: it is a 401 too, not a 403.
+func (a *api) addGatewayResponses() {
+	challenge := "'Bearer resource_metadata=\"" + strings.TrimSuffix(*a.baseURL, "/") + wellKnownPath + "\"'"
+	unauthorized := errorBody("missing or invalid bearer token", apperr.InvalidToken)
+	type gr struct {
+		id      string
+		typ     awsapigateway.ResponseType
+		status  string
+		body    string
+		headers map[string]string
+	}
+	for _, r := range []gr{
+		{"Unauthorized", awsapigateway.ResponseType_UNAUTHORIZED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
+		{"AccessDenied", awsapigateway.ResponseType_ACCESS_DENIED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
+		// API Gateway calls an unknown route "Missing Authentication Token" (403).
+		{"UnknownRoute", awsapigateway.ResponseType_MISSING_AUTHENTICATION_TOKEN(), "404", errorBody("no such route", apperr.NotFound), nil},
+		{"Throttled", awsapigateway.ResponseType_THROTTLED(), "429", errorBody("too many requests", apperr.RateLimited), map[string]string{"Retry-After": "'1'"}},
+		{"TooLarge", awsapigateway.ResponseType_REQUEST_TOO_LARGE(), "413", errorBody("request body too large", apperr.InvalidArguments), nil},
+		{"WafFiltered", awsapigateway.ResponseType_WAF_FILTERED(), "403", errorBody("request blocked by the web application firewall", apperr.PermissionDenied), nil},
+		{"Default4xx", awsapigateway.ResponseType_DEFAULT_4XX(), "", errorBody("bad request", apperr.InvalidArguments), nil},
+		{"Default5xx", awsapigateway.ResponseType_DEFAULT_5XX(), "", errorBody("internal error", apperr.InternalError), nil},
+	} {
+		opts := &awsapigateway.GatewayResponseOptions{
+			Type:      r.typ,
+			Templates: &map[string]*string{"application/json": jsii.String(r.body)},
+		}
+		if r.status != "" {
+			opts.StatusCode = jsii.String(r.status)
+		}
+		if len(r.headers) > 0 {
+			h := map[string]*string{}
+			for k, v := range r.headers {
+				h[k] = jsii.String(v)
+			}
+			opts.ResponseHeaders = &h
+		}
+		a.rest.AddGatewayResponse(jsii.String(r.id), opts)
+	}
+}
+
+// addWAF puts a web ACL on the stage: a per-IP rate limit (the stage's throttling is
+// global, so one noisy client could starve the others), a body size limit, and the AWS
+// common rule set.
+func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
+	visibility := func(name string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
+		return &awswafv2.CfnWebACL_VisibilityConfigProperty{
+			CloudWatchMetricsEnabled: jsii.Bool(true),
+			MetricName:               jsii.String(name),
+			SampledRequestsEnabled:   jsii.Bool(true),
+		}
+	}
+	block := func(status float64, bodyKey string, headers ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty {
+		resp := &awswafv2.CfnWebACL_CustomResponseProperty{ResponseCode: jsii.Number(status), CustomResponseBodyKey: jsii.String(bodyKey)}
+		if len(headers) > 0 {
+			resp.ResponseHeaders = &headers
+		}
+		return &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{CustomResponse: resp}}
+	}
+	a.webACL = awswafv2.NewCfnWebACL(scope, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
+		Scope:            jsii.String("REGIONAL"),
+		Description:      jsii.String("aacmcp API: per-IP rate limit, body size limit, AWS common rule set"),
+		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &map[string]any{}},
+		VisibilityConfig: visibility("aacmcp-api"),
+		// WAF inspects at most this much of a body; a body beyond it counts as oversize
+		// and the size rule below blocks it.
+		AssociationConfig: &awswafv2.CfnWebACL_AssociationConfigProperty{
+			RequestBody: &map[string]any{
+				"API_GATEWAY": &awswafv2.CfnWebACL_RequestBodyAssociatedResourceTypeConfigProperty{
+					DefaultSizeInspectionLimit: jsii.String("KB_64"),
+				},
+			},
+		},
+		CustomResponseBodies: &map[string]any{
+			"rate_limited": &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+				ContentType: jsii.String("APPLICATION_JSON"),
+				Content:     jsii.String(errorBody("too many requests from this address", apperr.RateLimited)),
+			},
+			"too_large": &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+				ContentType: jsii.String("APPLICATION_JSON"),
+				Content:     jsii.String(errorBody(fmt.Sprintf("request body larger than %d bytes", cfg.MaxBodyBytes), apperr.InvalidArguments)),
+			},
+		},
+		Rules: &[]any{
+			&awswafv2.CfnWebACL_RuleProperty{
+				Name:     jsii.String("RateLimitPerIp"),
+				Priority: jsii.Number(0),
+				Statement: &awswafv2.CfnWebACL_StatementProperty{
+					RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
+						AggregateKeyType:    jsii.String("IP"),
+						Limit:               jsii.Number(float64(cfg.WAFRateLimit)),
+						EvaluationWindowSec: jsii.Number(300),
+					},
+				},
+				Action: block(429, "rate_limited", &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{
+					Name: jsii.String("Retry-After"), Value: jsii.String("60"),
+				}),
+				VisibilityConfig: visibility("aacmcp-rate-limit-per-ip"),
+			},
+			&awswafv2.CfnWebACL_RuleProperty{
+				Name:     jsii.String("BodySizeLimit"),
+				Priority: jsii.Number(1),
+				Statement: &awswafv2.CfnWebACL_StatementProperty{
+					SizeConstraintStatement: &awswafv2.CfnWebACL_SizeConstraintStatementProperty{
+						FieldToMatch: &awswafv2.CfnWebACL_FieldToMatchProperty{
+							Body: &awswafv2.CfnWebACL_BodyProperty{OversizeHandling: jsii.String("MATCH")},
+						},
+						ComparisonOperator: jsii.String("GT"),
+						Size:               jsii.Number(float64(cfg.MaxBodyBytes)),
+						TextTransformations: &[]any{
+							&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")},
+						},
+					},
+				},
+				Action:           block(413, "too_large"),
+				VisibilityConfig: visibility("aacmcp-body-size"),
+			},
+			&awswafv2.CfnWebACL_RuleProperty{
+				Name:     jsii.String("AWSManagedRulesCommonRuleSet"),
+				Priority: jsii.Number(2),
+				Statement: &awswafv2.CfnWebACL_StatementProperty{
+					ManagedRuleGroupStatement: &awswafv2.CfnWebACL_ManagedRuleGroupStatementProperty{
+						VendorName: jsii.String("AWS"),
+						Name:       jsii.String("AWSManagedRulesCommonRuleSet"),
+						// The group blocks bodies over 8 KB; BodySizeLimit above sets the
+						// limit this API actually has, so that rule only counts.
+						RuleActionOverrides: &[]any{
+							&awswafv2.CfnWebACL_RuleActionOverrideProperty{
+								Name:        jsii.String("SizeRestrictions_BODY"),
+								ActionToUse: &awswafv2.CfnWebACL_RuleActionProperty{Count: &map[string]any{}},
+							},
+						},
+					},
+				},
+				OverrideAction:   &awswafv2.CfnWebACL_OverrideActionProperty{None: &map[string]any{}},
+				VisibilityConfig: visibility("aacmcp-common-rule-set"),
+			},
+		},
+	})
+	awswafv2.NewCfnWebACLAssociation(scope, jsii.String("ApiWebAclAssociation"), &awswafv2.CfnWebACLAssociationProps{
+		ResourceArn: a.rest.DeploymentStage().StageArn(),
+		WebAclArn:   a.webACL.AttrArn(),
+	})
+}

@@ -1,0 +1,104 @@
+// Command infra is the AWS CDK app of aacmcp: `cdk deploy` (through cdk.json) or
+// `go run ./infra` (with CDK_OUTDIR set) synthesizes the CloudFormation template.
+//
+// It runs from the repository root (where cdk.json is), reads the deployment settings
+// from CDK context, deploys dist/<fn>/ for every function under functions/, and turns
+// every events/queries/*.sql into an Athena saved query. cdk-nag's AwsSolutions checks
+// run on every synth; findings are printed and written to cdk.out.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/infra/savedqueries"
+)
+
+// StackID is the CloudFormation stack name.
+const StackID = "Aacmcp"
+
+func main() {
+	err := run()
+	// jsii's Node child process must be stopped before exit, also on failure.
+	jsii.Close()
+	if err != nil {
+		slog.Error("synth failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	app := newApp("")
+	cfg, err := config.Load(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) })
+	if err != nil {
+		return err
+	}
+	names, err := discoverFunctions(filepath.Join(root, "functions"))
+	if err != nil {
+		return err
+	}
+	assets, err := distAssets(root, names)
+	if err != nil {
+		return err
+	}
+	queries, err := savedqueries.Load(filepath.Join(root, "events", "queries"))
+	if err != nil {
+		return err
+	}
+	if _, err := NewStack(app, StackID, &StackProps{
+		StackProps: awscdk.StackProps{Env: envFromCLI(), Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
+		Config:     cfg,
+		Assets:     assets,
+		Queries:    queries,
+	}); err != nil {
+		return err
+	}
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	app.Synth(nil)
+	return nil
+}
+
+// envFromCLI pins the stack to the account and region the CDK CLI resolved from the
+// caller's credentials, when it did; without them (plain `go run`) the template stays
+// environment-agnostic.
+func envFromCLI() *awscdk.Environment {
+	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
+	if account == "" || region == "" {
+		return nil
+	}
+	return &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+}
+
+// repoRoot finds the module root (the directory with go.mod) from the working
+// directory, so both `cdk` (run at the root) and `go run ./infra` from a subdirectory
+// read the same functions/, dist/ and events/.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory: run from the repository")
+		}
+		dir = parent
+	}
+}

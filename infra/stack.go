@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/infra/savedqueries"
+)
+
+// StackProps is everything the stack is built from. The caller reads the files (function
+// assets, saved queries) and the context, so the stack itself touches no file system and
+// tests can give it temporary assets.
+type StackProps struct {
+	awscdk.StackProps
+	Config config.Config
+	// Assets maps each function name to the directory whose content is its code
+	// (dist/<name> with a bootstrap binary).
+	Assets map[string]string
+	// Queries become Athena named queries, one each.
+	Queries []savedqueries.Query
+}
+
+// NewStack defines the whole aacmcp deployment in one stack: the API and its functions,
+// the tables, the audit pipeline, Athena, and monitoring. One stack because every part
+// refers to the others and none is deployed on its own.
+func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscdk.Stack, err error) {
+	// CDK reports invalid input (a bad context value, a clashing name) by throwing,
+	// which jsii turns into a panic: return it as the error it is.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("defining stack %s: %v", id, r)
+		}
+	}()
+	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
+	cfg := props.Config
+
+	d, err := newDataTables(stack)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipeline(stack, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fns, err := newFunctions(stack, cfg, props.Assets, d, p)
+	if err != nil {
+		return nil, err
+	}
+	a := newAPI(stack, cfg, fns)
+	newForwarding(stack, fns, a)
+	an := newAnalytics(stack, cfg, p, props.Queries)
+	m := newMonitoring(stack, cfg, d, p, fns, a)
+	newOutputs(stack, d, p, fns, a, an, m)
+	return stack, nil
+}

@@ -1,0 +1,71 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+)
+
+// MarkdownTable renders the tool table of the README from the catalog, so the
+// documentation cannot drift from what the server enforces (a test compares them).
+func (c *Catalog) MarkdownTable() string {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	var b strings.Builder
+	b.WriteString("| tool | readOnly | destructive | idempotent | openWorld | scopes | confirm | idempotency_key |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, t := range c.tools {
+		a := t.Annotations
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | `%s` | %s | %s |\n",
+			t.Name, yes(a.ReadOnly), yes(a.Destructive), yes(a.Idempotent), yes(a.OpenWorld),
+			strings.Join(t.Scopes, "` `"), requiredIf(a.Destructive), acceptedIf(t.AcceptsIdempotencyKey))
+	}
+	return b.String()
+}
+
+func requiredIf(b bool) string {
+	if b {
+		return "required"
+	}
+	return "-"
+}
+
+func acceptedIf(b bool) string {
+	if b {
+		return "accepted"
+	}
+	return "-"
+}
+
+// ErrorCodesMarkdown renders the README's error-code table from apperr, for the same
+// reason: status codes and audit outcomes come from the code that applies them.
+func ErrorCodesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| code | REST status | on `/mcp` | audit outcome | meaning |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, c := range apperr.Codes {
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s |\n", c, c.HTTPStatus(), mcpPresentation(c), c.Outcome(), c.Describe())
+	}
+	return b.String()
+}
+
+// mcpPresentation says how /mcp carries each code (DESIGN.md sections 1a and 4): token
+// and scope failures are HTTP challenges, an unknown tool is a protocol error, and
+// everything else is a tool result the model can read and act on.
+func mcpPresentation(c apperr.Code) string {
+	switch c {
+	case apperr.InvalidToken:
+		return "HTTP 401 with `WWW-Authenticate: Bearer resource_metadata=...`"
+	case apperr.InsufficientScope:
+		return "HTTP 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=...`, JSON-RPC error with `data.code`"
+	case apperr.UnknownTool:
+		return "JSON-RPC error -32602 with `data.code`"
+	default:
+		return "tool result with `isError: true`"
+	}
+}

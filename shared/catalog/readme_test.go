@@ -1,0 +1,65 @@
+package catalog
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateReadme = flag.Bool("update-readme", false, "rewrite the generated sections of README.md")
+
+// TestReadmeInSync keeps the README's tool and error-code tables generated from the
+// catalog and apperr. Regenerate with: go test ./shared/catalog -run TestReadmeInSync -update-readme
+func TestReadmeInSync(t *testing.T) {
+	path := filepath.Join("..", "..", "README.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	sections := []struct{ name, body string }{
+		{"tools", New(Deps{}).MarkdownTable()},
+		{"error-codes", ErrorCodesMarkdown()},
+	}
+	for _, s := range sections {
+		begin, end := "<!-- generated:"+s.name+" begin -->\n", "<!-- generated:"+s.name+" end -->"
+		i, j := strings.Index(readme, begin), strings.Index(readme, end)
+		if i < 0 || j < i {
+			t.Fatalf("README.md lacks the markers %q ... %q", strings.TrimSpace(begin), end)
+		}
+		got := readme[i+len(begin) : j]
+		if got != s.body {
+			if *updateReadme {
+				readme = readme[:i+len(begin)] + s.body + readme[j:]
+				continue
+			}
+			t.Errorf("README.md section %q is stale; run: go test ./shared/catalog -run TestReadmeInSync -update-readme\n--- README\n%s--- catalog\n%s", s.name, got, s.body)
+		}
+	}
+	if *updateReadme {
+		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The generated table must say what the spec's table says; a generator that printed
+// nothing, or the wrong column, would otherwise keep the README "in sync".
+func TestMarkdownTableRows(t *testing.T) {
+	table := New(Deps{}).MarkdownTable()
+	for _, row := range []string{
+		"| `list_issues` | yes | no | yes | no | `issues:read` | - | - |",
+		"| `delete_issue` | no | yes | yes | no | `issues:write` | required | - |",
+		"| `trigger_autopilot` | no | no | no | yes | `autopilot:run` | - | accepted |",
+		"| `create_issue` | no | no | no | no | `issues:write` | - | accepted |",
+	} {
+		if !strings.Contains(table, row+"\n") {
+			t.Errorf("table lacks row %s\n%s", row, table)
+		}
+	}
+	if n := strings.Count(table, "\n"); n != 2+11 {
+		t.Errorf("table has %d lines, want header, rule and 11 tools", n)
+	}
+}
