@@ -1,0 +1,143 @@
+// Package authorizer_test feeds every sample REQUEST authorizer event in this folder
+// through the real authorizer handler, at the lambda.Handler level, against the
+// tokens table in dynalite and the audit stream in kinesalite, and compares the
+// answer and the audit records with the golden files. Regenerate with -update.
+package authorizer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/test/lambda/lambdatest"
+)
+
+var env *lambdatest.Env
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	e, stop, err := lambdatest.Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "emulators:", err)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+type golden struct {
+	// Error is the function error API Gateway sees ("Unauthorized" = 401).
+	Error    string          `json:"error,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Audit    []audit.Record  `json:"audit"`
+}
+
+func TestSampleEvents(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := env.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := &lambdatest.Capture{Next: env.Sink()}
+	var emf bytes.Buffer
+	a, err := authorizerfn.Build(cfg, authorizerfn.Deps{
+		DB: env.DB, Audit: capture, Stdout: &emf,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := lambda.NewHandler(a.Handle)
+
+	files, err := lambdatest.SampleFiles(".")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sample events: %v", err)
+	}
+	rejected := 0
+	windowBefore := time.Now().UTC().Truncate(cfg.AuthFailLimit.Window).Unix()
+	before := failures(t, windowBefore)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		payload, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g golden
+		out, err := h.Invoke(ctx, payload)
+		if err != nil {
+			g.Error = err.Error()
+			rejected++
+		} else {
+			g.Response = out
+		}
+		g.Audit = capture.Take()
+		t.Run(name, func(t *testing.T) {
+			if strings.Contains(name, "-valid") {
+				// valid*: an Allow for the whole API, no record.
+				if g.Error != "" || len(g.Audit) != 0 {
+					t.Errorf("valid token refused: %s, %d records", g.Error, len(g.Audit))
+				}
+			} else if g.Error != "Unauthorized" || len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
+				t.Errorf("want Unauthorized and one invalid_token record, got %q and %+v", g.Error, g.Audit)
+			}
+			lambdatest.Golden(t, strings.TrimSuffix(f, ".json")+".golden.json", g)
+		})
+	}
+
+	// Each rejection was counted for the source address in the tokens table.
+	window := time.Now().UTC().Truncate(cfg.AuthFailLimit.Window).Unix()
+	after := failures(t, window)
+	switch {
+	case after == 0:
+		t.Errorf("no failure counter for the source address")
+	case window == windowBefore && after-before != int64(rejected):
+		// (A window boundary between the calls splits the count legitimately.)
+		t.Errorf("failure counter grew by %d, want %d", after-before, rejected)
+	}
+	if got := strings.Count(emf.String(), "\n"); got != rejected {
+		t.Errorf("%d EMF lines for %d rejections", got, rejected)
+	}
+}
+
+// failures reads the failed-attempt counter of the sample events' source address.
+func failures(t *testing.T, window int64) int64 {
+	t.Helper()
+	out, err := env.DB.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(env.TokensTable),
+		Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: fmt.Sprintf("FAIL#198.51.100.11#%d", window)},
+			"SK": &types.AttributeValueMemberS{Value: "COUNT"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := out.Item["failures"].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

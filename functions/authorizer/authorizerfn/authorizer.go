@@ -1,0 +1,234 @@
+// Package authorizerfn is the API Gateway REQUEST authorizer: it turns
+// `Authorization: Bearer <token>` into an Allow policy for the whole API and the
+// principal as authorizer context, with the same auth.Verifier the local server uses.
+//
+// A missing or bad token is answered with the error "Unauthorized", which API Gateway
+// turns into 401, after one audit record (reason invalid_token). Source IPs that keep
+// presenting bad tokens are refused without a token lookup once they pass the
+// failed-attempt limit.
+package authorizerfn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+)
+
+// ErrUnauthorized is the one error text API Gateway maps to 401. Any other error is a
+// 500, so only token failures may return it.
+// API Gateway matches this exact, capitalised text.
+var ErrUnauthorized = errors.New("Unauthorized")
+
+// Context keys of the authorizer context; functions/mcp reads the same keys.
+const (
+	CtxWorkspaceID = "workspace_id"
+	CtxUserID      = "user_id"
+	CtxTokenID     = "token_id"
+	CtxScopes      = "scopes" // space-separated: context values cannot be arrays
+)
+
+// Verifier checks a bearer secret (auth.Verifier does).
+type Verifier interface {
+	Verify(ctx context.Context, secret string) (auth.Principal, error)
+}
+
+// Rejecter audits a refused request (guard.Guard does).
+type Rejecter interface {
+	RecordRejected(ctx context.Context, req guard.Request, err *apperr.Error)
+}
+
+// Config wires an Authorizer.
+type Config struct {
+	Verifier Verifier
+	Audit    Rejecter
+	// Failures counts rejected tokens per IP; nil disables the limit.
+	Failures FailureCounter
+	// FailureLimit is how many failures an IP may have per window before it is
+	// refused without a lookup.
+	FailureLimit int64
+	Now          func() time.Time
+	Logger       *slog.Logger
+}
+
+// Authorizer is the handler. Safe for concurrent use.
+type Authorizer struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns an Authorizer.
+func New(cfg Config) *Authorizer {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Authorizer{cfg: cfg, log: log}
+}
+
+// Handle is the Lambda handler.
+func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+	now := a.cfg.Now()
+	ip := req.RequestContext.Identity.SourceIP
+	resource, err := apiWildcard(req.MethodArn)
+	if err != nil {
+		// A malformed ARN is API Gateway's (or a test's) fault, not the caller's: 500.
+		a.log.Error("authorizer request has an unusable methodArn", "method_arn", req.MethodArn, "err", err)
+		return events.APIGatewayCustomAuthorizerResponse{}, errors.New("invalid methodArn")
+	}
+
+	if a.cfg.Failures != nil && ip != "" {
+		n, err := a.cfg.Failures.Failures(ctx, ip, now)
+		switch {
+		case err != nil:
+			// Fail open on the counter only: the token is still verified below.
+			a.log.Warn("failed-attempt counter unavailable", "err", err)
+		case n >= a.cfg.FailureLimit:
+			a.reject(ctx, req, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed attempts from this address"}, "")
+			a.log.Warn("source over the failed-attempt limit; refused without lookup", "source_ip", ip, "failures", n)
+			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
+		}
+	}
+
+	p, err := a.verify(ctx, header(req, "Authorization"))
+	if err != nil {
+		e := apperr.As(err)
+		if e.Code != apperr.InvalidToken {
+			// The tokens table failed: a 500, not a 401, so the client does not
+			// throw away a good token. Nothing was decided about the caller.
+			a.log.Error("token verification failed", "request_id", req.RequestContext.RequestID, "err", err)
+			return events.APIGatewayCustomAuthorizerResponse{}, errors.New("token verification unavailable")
+		}
+		var tokenID string
+		var rej *auth.RejectError
+		if errors.As(err, &rej) {
+			tokenID = rej.TokenID
+		}
+		a.reject(ctx, req, e, tokenID)
+		if a.cfg.Failures != nil && ip != "" {
+			if err := a.cfg.Failures.AddFailure(ctx, ip, now); err != nil {
+				a.log.Warn("failed attempt not counted", "err", err)
+			}
+		}
+		a.log.Info("token rejected", "request_id", req.RequestContext.RequestID,
+			"reason", string(auth.RejectReason(err)), "source_ip", ip)
+		return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
+	}
+
+	return events.APIGatewayCustomAuthorizerResponse{
+		PrincipalID: p.UserID,
+		PolicyDocument: events.APIGatewayCustomAuthorizerPolicy{
+			Version: "2012-10-17",
+			Statement: []events.IAMPolicyStatement{{
+				Action:   []string{"execute-api:Invoke"},
+				Effect:   "Allow",
+				Resource: []string{resource},
+			}},
+		},
+		Context: map[string]any{
+			CtxWorkspaceID: p.WorkspaceID,
+			CtxUserID:      p.UserID,
+			CtxTokenID:     p.TokenID,
+			CtxScopes:      p.ScopeString(),
+		},
+	}, nil
+}
+
+func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Principal, error) {
+	secret, err := auth.ParseBearer(authorization)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	return a.cfg.Verifier.Verify(ctx, secret)
+}
+
+// reject writes the one audit record of a refused request.
+func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
+	gr := guard.Request{
+		Tool:      ToolFromPath(req.Resource, req.Path, req.PathParameters),
+		Transport: transportOf(req.Resource, req.Path),
+		RequestID: req.RequestContext.RequestID,
+		UserAgent: header(req, "User-Agent"),
+		SourceIP:  req.RequestContext.Identity.SourceIP,
+	}
+	if tokenID != "" {
+		// An expired or revoked token is known: its public id helps spot misuse.
+		gr.Principal = &auth.Principal{TokenID: tokenID}
+	}
+	a.cfg.Audit.RecordRejected(ctx, gr, e)
+}
+
+// apiWildcard turns a method ARN (arn:aws:execute-api:region:account:api/stage/VERB/path)
+// into the ARN of every method of every route of the stage. API Gateway caches the
+// policy per token and reuses it for other routes: a policy naming only the first
+// route would refuse the token's next call elsewhere.
+func apiWildcard(methodArn string) (string, error) {
+	if !strings.HasPrefix(methodArn, "arn:") {
+		return "", fmt.Errorf("not an ARN")
+	}
+	parts := strings.SplitN(methodArn, "/", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return "", fmt.Errorf("no API id and stage")
+	}
+	if strings.Count(parts[0], ":") != 5 {
+		return "", fmt.Errorf("not an execute-api ARN")
+	}
+	return parts[0] + "/" + parts[1] + "/*/*", nil
+}
+
+// ToolFromPath returns the tool named by a /tools/{name} request ("" otherwise).
+func ToolFromPath(resource, path string, params map[string]string) string {
+	if resource != "/tools/{name}" && !strings.Contains(path, "/tools/") {
+		return ""
+	}
+	if n := params["name"]; n != "" {
+		return n
+	}
+	i := strings.LastIndex(path, "/tools/")
+	if i < 0 {
+		return ""
+	}
+	name := path[i+len("/tools/"):]
+	if strings.Contains(name, "/") {
+		return ""
+	}
+	if dec, err := url.PathUnescape(name); err == nil {
+		return dec
+	}
+	return name
+}
+
+func transportOf(resource, path string) string {
+	if resource == "/mcp" || strings.HasSuffix(path, "/mcp") {
+		return audit.TransportMCP
+	}
+	return audit.TransportREST
+}
+
+// header reads a header case-insensitively (REST events keep the client's case).
+func header(req events.APIGatewayCustomAuthorizerRequestTypeRequest, name string) string {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, v := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}

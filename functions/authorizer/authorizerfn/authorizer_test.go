@@ -1,0 +1,255 @@
+package authorizerfn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+)
+
+func TestAPIWildcard(t *testing.T) {
+	tests := []struct {
+		arn, want string
+		wantErr   bool
+	}{
+		{arn: "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/POST/mcp", want: "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/*"},
+		{arn: "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/POST/tools/get_issue", want: "arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/*"},
+		{arn: "arn:aws:execute-api:eu-west-1:123456789012:abc123/local/GET/", want: "arn:aws:execute-api:eu-west-1:123456789012:abc123/local/*/*"},
+		{arn: "", wantErr: true},
+		{arn: "arn:aws:execute-api:eu-west-1:123456789012:abc123", wantErr: true},
+		{arn: "arn:aws:execute-api:eu-west-1:abc123/prod/GET/x", wantErr: true},
+		{arn: "not-an-arn/prod/GET/x", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := apiWildcard(tt.arn)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("apiWildcard(%q) = %q, %v; want %q, err %v", tt.arn, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestToolFromPath(t *testing.T) {
+	tests := []struct {
+		resource, path string
+		params         map[string]string
+		want           string
+	}{
+		{"/tools/{name}", "/tools/get_issue", map[string]string{"name": "get_issue"}, "get_issue"},
+		{"/tools/{name}", "/tools/get%20issue", nil, "get issue"},
+		{"/tools/{name}", "/prod/tools/delete_issue", nil, "delete_issue"},
+		{"/mcp", "/mcp", nil, ""},
+		{"/tools", "/tools", nil, ""},
+		{"/tools/{name}", "/tools/a/b", nil, ""},
+	}
+	for _, tt := range tests {
+		if got := ToolFromPath(tt.resource, tt.path, tt.params); got != tt.want {
+			t.Errorf("ToolFromPath(%q, %q) = %q, want %q", tt.resource, tt.path, got, tt.want)
+		}
+	}
+}
+
+type verifierFunc func(ctx context.Context, secret string) (auth.Principal, error)
+
+func (f verifierFunc) Verify(ctx context.Context, s string) (auth.Principal, error) { return f(ctx, s) }
+
+type rejections struct {
+	mu   sync.Mutex
+	reqs []guard.Request
+	errs []*apperr.Error
+}
+
+func (r *rejections) RecordRejected(_ context.Context, req guard.Request, err *apperr.Error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	r.errs = append(r.errs, err)
+}
+
+type memFailures struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (m *memFailures) Failures(_ context.Context, ip string, _ time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[ip], nil
+}
+
+func (m *memFailures) AddFailure(_ context.Context, ip string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n[ip]++
+	return nil
+}
+
+// TestHandleDecisions covers the decisions with a stub verifier (the real verifier
+// against DynamoDB is exercised by the golden event tests).
+func TestHandleDecisions(t *testing.T) {
+	good, _, err := auth.Mint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := auth.Mint()
+	p := auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read", "issues:write"}}
+	verifier := verifierFunc(func(_ context.Context, s string) (auth.Principal, error) {
+		switch s {
+		case good:
+			return p, nil
+		case other:
+			return auth.Principal{}, apperr.Internal(errors.New("table down"))
+		}
+		return auth.Principal{}, apperr.Wrap(apperr.InvalidToken, auth.PublicMessage, &auth.RejectError{Reason: auth.ReasonRevoked, TokenID: "tok_revoked"})
+	})
+	unknown, _, _ := auth.Mint()
+	arn := "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/tools/get_issue"
+
+	tests := []struct {
+		name         string
+		header       string
+		wantErr      string // "" = allowed
+		wantAudit    apperr.Code
+		wantTokenID  string
+		wantFailures int64
+	}{
+		{name: "valid", header: "Bearer " + good},
+		{name: "missing header", header: "", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
+		{name: "malformed", header: "Bearer nope", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
+		{name: "revoked", header: "Bearer " + unknown, wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantTokenID: "tok_revoked", wantFailures: 1},
+		{name: "store down is 500 not 401", header: "Bearer " + other, wantErr: "token verification unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rej := &rejections{}
+			fails := &memFailures{n: map[string]int64{}}
+			a := New(Config{Verifier: verifier, Audit: rej, Failures: fails, FailureLimit: 3})
+			req := events.APIGatewayCustomAuthorizerRequestTypeRequest{
+				Type: "REQUEST", MethodArn: arn, Resource: "/tools/{name}", Path: "/tools/get_issue",
+				PathParameters: map[string]string{"name": "get_issue"},
+				Headers:        map[string]string{"authorization": tt.header, "User-Agent": "ua/1"},
+				RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{
+					RequestID: "req-1", Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: "198.51.100.7"},
+				},
+			}
+			resp, err := a.Handle(context.Background(), req)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := resp.PolicyDocument.Statement
+				if len(st) != 1 || st[0].Effect != "Allow" || st[0].Resource[0] != "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*" {
+					t.Errorf("policy = %+v", resp.PolicyDocument)
+				}
+				want := map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read issues:write"}
+				for k, v := range want {
+					if resp.Context[k] != v {
+						t.Errorf("context[%s] = %v, want %v", k, resp.Context[k], v)
+					}
+				}
+				if resp.PrincipalID != "u1" {
+					t.Errorf("principalId = %q", resp.PrincipalID)
+				}
+			}
+			if tt.wantAudit == "" {
+				if len(rej.errs) != 0 {
+					t.Fatalf("unexpected audit: %v", rej.errs)
+				}
+			} else {
+				if len(rej.errs) != 1 || rej.errs[0].Code != tt.wantAudit {
+					t.Fatalf("audits = %v, want one %s", rej.errs, tt.wantAudit)
+				}
+				r := rej.reqs[0]
+				if r.Tool != "get_issue" || r.SourceIP != "198.51.100.7" || r.RequestID != "req-1" || r.Transport != "rest" || r.UserAgent != "ua/1" {
+					t.Errorf("audited request = %+v", r)
+				}
+				gotTok := ""
+				if r.Principal != nil {
+					gotTok = r.Principal.TokenID
+				}
+				if gotTok != tt.wantTokenID {
+					t.Errorf("audited token id = %q, want %q", gotTok, tt.wantTokenID)
+				}
+			}
+			if got := fails.n["198.51.100.7"]; got != tt.wantFailures {
+				t.Errorf("failures = %d, want %d", got, tt.wantFailures)
+			}
+		})
+	}
+}
+
+func TestFailureLimitRefusesWithoutLookup(t *testing.T) {
+	lookups := 0
+	verifier := verifierFunc(func(context.Context, string) (auth.Principal, error) {
+		lookups++
+		return auth.Principal{}, apperr.New(apperr.InvalidToken, auth.PublicMessage)
+	})
+	rej := &rejections{}
+	fails := &memFailures{n: map[string]int64{}}
+	a := New(Config{Verifier: verifier, Audit: rej, Failures: fails, FailureLimit: 2})
+	secret, _, _ := auth.Mint()
+	req := events.APIGatewayCustomAuthorizerRequestTypeRequest{
+		MethodArn: "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp", Resource: "/mcp", Path: "/mcp",
+		Headers:        map[string]string{"Authorization": "Bearer " + secret},
+		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: "203.0.113.9"}},
+	}
+	for i := range 4 {
+		if _, err := a.Handle(context.Background(), req); !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("call %d: err = %v", i, err)
+		}
+	}
+	if lookups != 2 {
+		t.Errorf("lookups = %d, want 2 (then refused without lookup)", lookups)
+	}
+	codes := []apperr.Code{}
+	for _, e := range rej.errs {
+		codes = append(codes, e.Code)
+	}
+	want := []apperr.Code{apperr.InvalidToken, apperr.InvalidToken, apperr.RateLimited, apperr.RateLimited}
+	if len(codes) != len(want) {
+		t.Fatalf("audited %v, want %v", codes, want)
+	}
+	for i := range want {
+		if codes[i] != want[i] {
+			t.Fatalf("audited %v, want %v", codes, want)
+		}
+	}
+	if rej.reqs[0].Transport != "mcp" {
+		t.Errorf("transport = %q", rej.reqs[0].Transport)
+	}
+}
+
+func FuzzAPIWildcard(f *testing.F) {
+	f.Add("arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp")
+	f.Add("arn:aws:execute-api:us-east-1:1:a/b")
+	f.Add("")
+	f.Add("arn:::::/x/*/*")
+	f.Fuzz(func(t *testing.T, arn string) {
+		got, err := apiWildcard(arn)
+		if err != nil {
+			return
+		}
+		// Whatever the input, the policy covers one API and stage and nothing wider.
+		prefix, ok := cutSuffix(got, "/*/*")
+		if !ok || prefix == "" || len(prefix) > len(arn) || arn[:len(prefix)] != prefix {
+			t.Fatalf("apiWildcard(%q) = %q", arn, got)
+		}
+	})
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
+		return s, false
+	}
+	return s[:len(s)-len(suffix)], true
+}

@@ -1,0 +1,25 @@
+// Command mcp is the MCP Lambda behind API Gateway (see mcpfn).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
+)
+
+func main() {
+	f, log, err := mcpfn.FromEnv(context.Background(), os.Getenv, os.Stdout)
+	if err != nil {
+		// Exiting during init makes Lambda report an init error with this line in the
+		// log, instead of failing each request later.
+		log.Error("mcp function init failed", "err", err)
+		os.Exit(1)
+	}
+	// Library code that logs through slog's default (the catalog) logs JSON too.
+	slog.SetDefault(log)
+	lambda.Start(f.Handle)
+}

@@ -1,0 +1,91 @@
+package mcpfn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
+	"github.com/aacworkflow/aacmcp/shared/mcpserver"
+	"github.com/aacworkflow/aacmcp/shared/metrics"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
+)
+
+// FunctionName is the Function dimension of this function's metrics.
+const FunctionName = "mcp"
+
+// Deps are the outside services, built once per cold start.
+type Deps struct {
+	// DB is the DynamoDB client (*dynamodb.Client).
+	DB dynamo.API
+	// Audit is where records go (the Kinesis sink in Lambda). Build wraps it so
+	// every record also emits its EMF metrics line.
+	Audit audit.Sink
+	// Secrets reads the webhook signing secret; only used when a webhook is set.
+	Secrets SecretsAPI
+	// Stdout receives the EMF lines (os.Stdout in Lambda).
+	Stdout io.Writer
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Build wires the function from its validated configuration.
+func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error) {
+	switch {
+	case d.DB == nil:
+		return nil, errors.New("mcpfn: no DynamoDB client")
+	case d.Audit == nil:
+		return nil, errors.New("mcpfn: no audit sink")
+	case cfg.Table == "":
+		return nil, fmt.Errorf("mcpfn: %s is required", lambdaenv.EnvTable)
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.AutopilotWebhook != "" && d.Secrets == nil {
+		return nil, errors.New("mcpfn: a webhook is configured but there is no Secrets Manager client")
+	}
+	dispatcher, err := NewDispatcher(ctx, d.Secrets, cfg.AutopilotWebhook, cfg.AutopilotSecretARN, log)
+	if err != nil {
+		return nil, err
+	}
+	opts := []dynamo.Option{dynamo.WithLogger(log)}
+	if d.Now != nil {
+		opts = append(opts, dynamo.WithClock(d.Now))
+	}
+	st := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
+	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
+	g := guard.New(guard.Config{
+		Catalog: cat,
+		Store:   st,
+		Audit:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
+		Limiter: ratelimit.New(st, cfg.RateLimit),
+		Now:     d.Now,
+		Logger:  log,
+	})
+	if errs := g.SchemaErrors(); len(errs) > 0 {
+		return nil, fmt.Errorf("mcpfn: %d tool input schemas do not compile", len(errs))
+	}
+	return New(Config{
+		Guard:   g,
+		Catalog: cat,
+		Server: mcpserver.Config{
+			AuthorizationServers: cfg.AuthorizationServers,
+			AllowedOrigins:       cfg.AllowedOrigins,
+			// API Gateway owns Host (execute-api or the custom domain): DNS
+			// rebinding cannot reach a Lambda through it.
+			AllowedHosts: []string{"*"},
+		},
+		Logger: log,
+		Now:    d.Now,
+	}), nil
+}

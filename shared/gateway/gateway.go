@@ -1,0 +1,475 @@
+// Package gateway is a local stand-in for the API Gateway REST API in front of the
+// Lambda functions, the way `sam local start-api` is: it lets a developer (and the
+// tests) drive the real authorizer and MCP function code with real HTTP clients.
+//
+// Per request it does what the deployed API does:
+//   - match the route; an unknown route is 403 "Missing Authentication Token";
+//   - on a route that needs the authorizer, no Authorization header is a 401 with the
+//     WWW-Authenticate challenge, without calling the authorizer; its audit record
+//     is made by the forwarder's own conversion of the access-log entry, as in AWS;
+//   - otherwise the REQUEST authorizer is invoked (results cached 60 s per header),
+//     "Unauthorized" is 401, a Deny is 403, an authorizer failure 500;
+//   - an allowed request becomes a REST (v1) proxy event with the authorizer's
+//     context and stage "local", the MCP function is invoked, and its proxy response
+//     is written back.
+//
+// The caller does the listening (bind 127.0.0.1): New returns an http.Handler.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+// Defaults of Config.
+const (
+	DefaultStage    = "local"
+	DefaultAPIID    = "local"
+	DefaultCacheTTL = 60 * time.Second
+	// IntegrationTimeout is API Gateway's limit for a REST integration.
+	IntegrationTimeout = 29 * time.Second
+	// MaxBodyBytes is API Gateway's REST payload limit.
+	MaxBodyBytes = 10 << 20
+	localAccount = "000000000000"
+	localRegion  = "us-east-1"
+)
+
+// Config configures the gateway.
+type Config struct {
+	// Authorizer is the REQUEST authorizer function; Function the MCP function.
+	Authorizer Invoker
+	Function   Invoker
+	// Audit receives the records of requests refused without reaching the
+	// authorizer (in AWS: the forwarder puts them on the stream).
+	Audit audit.Sink
+	// Tools describes tools for those records (a catalog.Catalog).
+	Tools forwarderfn.ToolLookup
+	// Stage and APIID appear in events and method ARNs (default "local").
+	Stage, APIID string
+	// CacheTTL is the authorizer result cache TTL: 0 means DefaultCacheTTL, negative
+	// turns caching off.
+	CacheTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// route is one API resource and method.
+type route struct {
+	method   string // "" matches any method (API Gateway's ANY)
+	resource string
+	auth     bool
+}
+
+// routes mirror the deployed REST API (infra). /mcp takes ANY so that GET and DELETE
+// reach the function, which answers 405 (stateless server, no stream, no session).
+var routes = []route{
+	{method: "", resource: "/mcp", auth: true},
+	{method: http.MethodGet, resource: "/tools", auth: true},
+	{method: http.MethodPost, resource: "/tools/{name}", auth: true},
+	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource", auth: false},
+	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource/mcp", auth: false},
+	{method: http.MethodGet, resource: "/healthz", auth: false},
+}
+
+// match finds the route of a path; params holds {name}.
+func match(method, path string) (route, map[string]string, bool) {
+	for _, rt := range routes {
+		if rt.method != "" && rt.method != method {
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(rt.resource, "{name}"); ok {
+			name, ok := strings.CutPrefix(path, prefix)
+			if ok && name != "" && !strings.Contains(name, "/") {
+				return rt, map[string]string{"name": name}, true
+			}
+			continue
+		}
+		if path == rt.resource {
+			return rt, nil, true
+		}
+	}
+	return route{}, nil, false
+}
+
+type gateway struct {
+	cfg   Config
+	log   *slog.Logger
+	cache *policyCache
+}
+
+// New returns the gateway handler.
+func New(cfg Config) http.Handler {
+	if cfg.Stage == "" {
+		cfg.Stage = DefaultStage
+	}
+	if cfg.APIID == "" {
+		cfg.APIID = DefaultAPIID
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &gateway{cfg: cfg, log: log, cache: newPolicyCache(cfg.CacheTTL, 1024)}
+}
+
+// exchange is one request's state, for the access log line.
+type exchange struct {
+	requestID string
+	start     time.Time
+	entry     forwarderfn.AccessLogEntry
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := g.cfg.Now()
+	x := &exchange{requestID: newRequestID(), start: now}
+	ip := sourceIP(r)
+	path := r.URL.Path
+	x.entry = forwarderfn.AccessLogEntry{
+		RequestID:           x.requestID,
+		IP:                  ip,
+		UserAgent:           dash(r.UserAgent()),
+		RequestTime:         strconv.FormatInt(now.UnixMilli(), 10),
+		HTTPMethod:          r.Method,
+		ResourcePath:        "-",
+		Path:                "/" + g.cfg.Stage + path,
+		Stage:               g.cfg.Stage,
+		Protocol:            r.Proto,
+		ResponseType:        "-",
+		IntegrationLatency:  "-",
+		AuthorizerStatus:    "-",
+		AuthorizerLatency:   "-",
+		AuthorizerRequestID: "-",
+		AuthorizerError:     "-",
+	}
+	status := g.serve(w, r, x, ip)
+	x.entry.Status = strconv.Itoa(status)
+	x.entry.ResponseLatency = strconv.FormatInt(g.cfg.Now().Sub(x.start).Milliseconds(), 10)
+	g.log.Info("access", "access_log", x.entry)
+}
+
+// serve handles the request and returns the status it answered with.
+func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip string) int {
+	rt, params, ok := match(r.Method, r.URL.Path)
+	if !ok {
+		x.entry.ResponseType = "MISSING_AUTHENTICATION_TOKEN"
+		return writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
+	}
+	x.entry.ResourcePath = rt.resource
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		x.entry.ResponseType = "REQUEST_TOO_LARGE"
+		return writeMessage(w, http.StatusRequestEntityTooLarge, "Request Too Long")
+	}
+
+	var authz *authorization
+	if rt.auth {
+		header := strings.TrimSpace(r.Header.Get("Authorization"))
+		if header == "" {
+			x.entry.ResponseType = "UNAUTHORIZED"
+			return g.unauthorized(w, r, x, true)
+		}
+		authz, err = g.authorize(r.Context(), header, r, rt, params, x, ip)
+		switch {
+		case errors.Is(err, errUnauthorized):
+			x.entry.ResponseType = "UNAUTHORIZED"
+			return g.unauthorized(w, r, x, false)
+		case err != nil:
+			g.log.Error("authorizer failed", "request_id", x.requestID, "err", err)
+			x.entry.ResponseType = "AUTHORIZER_FAILURE"
+			x.entry.AuthorizerError = err.Error()
+			return writeMessage(w, http.StatusInternalServerError, "")
+		case !authz.allows(g.methodArn(r.Method, r.URL.Path)):
+			x.entry.ResponseType = "ACCESS_DENIED"
+			return writeMessage(w, http.StatusForbidden, "User is not authorized to access this resource")
+		}
+	}
+
+	ev := g.proxyEvent(r, rt, params, body, x, ip, authz)
+	return g.invokeFunction(w, r.Context(), ev, x)
+}
+
+var errUnauthorized = errors.New("unauthorized")
+
+// unauthorized answers 401 with the challenge. When the authorizer never ran (no
+// header), the request's audit record is made here the way the forwarder makes it from
+// the access log in AWS, and written to the audit sink.
+func (g *gateway) unauthorized(w http.ResponseWriter, r *http.Request, x *exchange, noHeader bool) int {
+	if noHeader {
+		e := x.entry
+		e.Status = "401"
+		if rec, ok := e.Record(g.cfg.Tools); ok {
+			// The record is owed even if the client has gone away.
+			if err := g.cfg.Audit.Write(context.WithoutCancel(r.Context()), rec); err != nil {
+				g.log.Error("audit record of a request without a token not delivered",
+					"audit_fallback", true, "audit_record", rec, "err", err)
+			}
+		}
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+`/.well-known/oauth-protected-resource/mcp"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	b, _ := json.Marshal(apperr.New(apperr.InvalidToken, auth.PublicMessage).Body())
+	_, _ = w.Write(append(b, '\n'))
+	return http.StatusUnauthorized
+}
+
+// authorize returns the (possibly cached) authorizer result for header.
+func (g *gateway) authorize(ctx context.Context, header string, r *http.Request, rt route, params map[string]string, x *exchange, ip string) (*authorization, error) {
+	now := g.cfg.Now()
+	if a, ok := g.cache.get(header, now); ok {
+		x.entry.AuthorizerStatus = "200"
+		return a, nil
+	}
+	ev := events.APIGatewayCustomAuthorizerRequestTypeRequest{
+		Type:                            "REQUEST",
+		MethodArn:                       g.methodArn(r.Method, r.URL.Path),
+		Resource:                        rt.resource,
+		Path:                            r.URL.Path,
+		HTTPMethod:                      r.Method,
+		Headers:                         singleHeaders(r.Header),
+		MultiValueHeaders:               r.Header,
+		QueryStringParameters:           singleQuery(r.URL.Query()),
+		MultiValueQueryStringParameters: r.URL.Query(),
+		PathParameters:                  params,
+		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{
+			Path:         "/" + g.cfg.Stage + r.URL.Path,
+			AccountID:    localAccount,
+			ResourcePath: rt.resource,
+			Stage:        g.cfg.Stage,
+			RequestID:    x.requestID,
+			Identity:     events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: ip},
+			HTTPMethod:   r.Method,
+			APIID:        g.cfg.APIID,
+		},
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	start := g.cfg.Now()
+	ictx, cancel := context.WithTimeout(ctx, IntegrationTimeout)
+	defer cancel()
+	out, err := g.cfg.Authorizer.Invoke(ictx, payload)
+	x.entry.AuthorizerLatency = strconv.FormatInt(g.cfg.Now().Sub(start).Milliseconds(), 10)
+	x.entry.AuthorizerRequestID = x.requestID
+	if err != nil {
+		// API Gateway's contract: exactly the message "Unauthorized" means 401.
+		if err.Error() == "Unauthorized" {
+			x.entry.AuthorizerStatus = "401"
+			return nil, errUnauthorized
+		}
+		x.entry.AuthorizerStatus = "500"
+		return nil, err
+	}
+	var resp events.APIGatewayCustomAuthorizerResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		x.entry.AuthorizerStatus = "500"
+		return nil, fmt.Errorf("authorizer answer is not a policy: %w", err)
+	}
+	a := &authorization{principalID: resp.PrincipalID, policy: resp.PolicyDocument, context: resp.Context}
+	g.cache.put(header, a, now)
+	x.entry.AuthorizerStatus = "200"
+	return a, nil
+}
+
+// methodArn is the ARN API Gateway passes to the authorizer for a request.
+func (g *gateway) methodArn(method, path string) string {
+	return "arn:aws:execute-api:" + localRegion + ":" + localAccount + ":" + g.cfg.APIID + "/" +
+		g.cfg.Stage + "/" + method + path
+}
+
+// proxyEvent builds the REST (v1) proxy event API Gateway sends the function.
+func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string, body []byte, x *exchange, ip string, authz *authorization) events.APIGatewayProxyRequest {
+	now := g.cfg.Now()
+	headers := r.Header.Clone()
+	headers.Set("X-Forwarded-Proto", "http")
+	if r.TLS != nil {
+		headers.Set("X-Forwarded-Proto", "https")
+	}
+	headers.Set("X-Forwarded-For", ip)
+	headers.Set("Host", r.Host)
+	ev := events.APIGatewayProxyRequest{
+		Resource:                        rt.resource,
+		Path:                            r.URL.Path,
+		HTTPMethod:                      r.Method,
+		Headers:                         singleHeaders(headers),
+		MultiValueHeaders:               headers,
+		QueryStringParameters:           singleQuery(r.URL.Query()),
+		MultiValueQueryStringParameters: r.URL.Query(),
+		PathParameters:                  params,
+		RequestContext: events.APIGatewayProxyRequestContext{
+			AccountID:    localAccount,
+			ResourceID:   "local",
+			Stage:        g.cfg.Stage,
+			DomainName:   r.Host,
+			RequestID:    x.requestID,
+			Protocol:     r.Proto,
+			Identity:     events.APIGatewayRequestIdentity{SourceIP: ip, UserAgent: r.UserAgent()},
+			ResourcePath: rt.resource,
+			// Served at the root like a custom domain without a base path, so the
+			// function derives no base path: clients use http://host/mcp.
+			Path:             r.URL.Path,
+			HTTPMethod:       r.Method,
+			RequestTime:      now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			RequestTimeEpoch: now.UnixMilli(),
+			APIID:            g.cfg.APIID,
+		},
+	}
+	if authz != nil {
+		ctx := make(map[string]any, len(authz.context)+1)
+		for k, v := range authz.context {
+			// API Gateway hands context values to the integration as strings.
+			ctx[k] = fmt.Sprint(v)
+		}
+		ctx["principalId"] = authz.principalID
+		ev.RequestContext.Authorizer = ctx
+	}
+	if utf8.Valid(body) {
+		ev.Body = string(body)
+	} else {
+		ev.Body = base64.StdEncoding.EncodeToString(body)
+		ev.IsBase64Encoded = true
+	}
+	return ev
+}
+
+func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev events.APIGatewayProxyRequest, x *exchange) int {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return writeMessage(w, http.StatusInternalServerError, "Internal server error")
+	}
+	ictx, cancel := context.WithTimeout(ctx, IntegrationTimeout)
+	defer cancel()
+	start := g.cfg.Now()
+	out, err := g.cfg.Function.Invoke(ictx, payload)
+	x.entry.IntegrationLatency = strconv.FormatInt(g.cfg.Now().Sub(start).Milliseconds(), 10)
+	if err != nil {
+		g.log.Error("function failed", "request_id", x.requestID, "err", err)
+		if errors.Is(ictx.Err(), context.DeadlineExceeded) {
+			x.entry.ResponseType = "INTEGRATION_TIMEOUT"
+			return writeMessage(w, http.StatusGatewayTimeout, "Endpoint request timed out")
+		}
+		x.entry.ResponseType = "INTEGRATION_FAILURE"
+		return writeMessage(w, http.StatusBadGateway, "Internal server error")
+	}
+	var resp events.APIGatewayProxyResponse
+	if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode < 100 || resp.StatusCode > 599 {
+		g.log.Error("function answer is not a proxy response", "request_id", x.requestID, "err", err)
+		x.entry.ResponseType = "INTEGRATION_FAILURE"
+		return writeMessage(w, http.StatusBadGateway, "Internal server error")
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			x.entry.ResponseType = "INTEGRATION_FAILURE"
+			return writeMessage(w, http.StatusBadGateway, "Internal server error")
+		}
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		w.Header().Del(k)
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("X-Amzn-RequestId", x.requestID)
+	w.Header().Del("Content-Length")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	return resp.StatusCode
+}
+
+// writeMessage writes API Gateway's own {"message": ...} answers.
+func writeMessage(w http.ResponseWriter, status int, msg string) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var v any
+	if msg != "" {
+		v = msg
+	}
+	b, _ := json.Marshal(map[string]any{"message": v})
+	_, _ = w.Write(b)
+	return status
+}
+
+func sourceIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func singleHeaders(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			// API Gateway keeps the last value in the single-value map.
+			out[k] = v[len(v)-1]
+		}
+	}
+	return out
+}
+
+func singleQuery(q url.Values) map[string]string {
+	if len(q) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(q))
+	for k, v := range q {
+		if len(v) > 0 {
+			out[k] = v[len(v)-1]
+		}
+	}
+	return out
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// newRequestID is a random UUID (API Gateway's request ids are UUIDs).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
