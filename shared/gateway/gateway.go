@@ -229,7 +229,7 @@ func (g *gateway) unauthorized(w http.ResponseWriter, r *http.Request, x *exchan
 			// The record is owed even if the client has gone away.
 			if err := g.cfg.Audit.Write(context.WithoutCancel(r.Context()), rec); err != nil {
 				g.log.Error("audit record of a request without a token not delivered",
-					"audit_fallback", true, "audit_record", rec, "err", err)
+					"audit_fallback", true, "record", rec, "err", err)
 			}
 		}
 	}

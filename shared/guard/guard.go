@@ -443,7 +443,7 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 			"event_id", c.rec.EventID, "err", usageErr)
 	}
 	if auditErr != nil {
-		g.log.Error("audit record not delivered", "audit_fallback", true, "audit_record", c.rec, "err", auditErr)
+		g.log.Error("audit record not delivered", "audit_fallback", true, "record", c.rec, "err", auditErr)
 		if res.Err == nil {
 			res.JSON, res.Replay = nil, false
 			res.Err = apperr.Internal(fmt.Errorf("audit: %w", auditErr))

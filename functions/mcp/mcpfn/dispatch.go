@@ -23,6 +23,9 @@ type LogDispatcher struct {
 	Logger *slog.Logger
 }
 
+// QueuesOnly marks the log as a queue: runs written to it stay "queued" (DESIGN.md 1a).
+func (d LogDispatcher) QueuesOnly() bool { return true }
+
 // Dispatch implements autopilot.Dispatcher.
 func (d LogDispatcher) Dispatch(ctx context.Context, j autopilot.Job) error {
 	d.Logger.InfoContext(ctx, "autopilot job queued in the log (no webhook configured)",
