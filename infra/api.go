@@ -38,9 +38,17 @@ type route struct {
 // to learn how to authenticate before it has a token.
 var routes = []route{
 	{"POST", "/mcp", true},
+	// The function answers GET and DELETE on /mcp with 405 (stateless: no SSE stream,
+	// no session to end), which is what MCP clients probe for. Without these methods
+	// API Gateway would answer them itself with a misleading 404.
+	{"GET", "/mcp", true},
+	{"DELETE", "/mcp", true},
 	{"GET", "/tools", true},
 	{"POST", "/tools/{name}", true},
 	{"GET", wellKnownPath, false},
+	// RFC 9728 section 3.1: the metadata of resource https://host/stage/mcp is also
+	// published at the path-suffixed well-known URL, where current MCP clients look first.
+	{"GET", wellKnownPath + "/mcp", false},
 	{"GET", "/healthz", false},
 }
 

@@ -202,9 +202,14 @@ func TestRoutesAndAuthorization(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("methods = %v\nwant %v", got, want)
 		}
-		for _, r := range []string{"POST /mcp", "GET /tools", "POST /tools/{name}"} {
+		for _, r := range []string{"POST /mcp", "GET /mcp", "DELETE /mcp", "GET /tools", "POST /tools/{name}"} {
 			if want[r] != "CUSTOM" {
 				t.Errorf("%s must require the authorizer", r)
+			}
+		}
+		for _, r := range []string{"GET /healthz", "GET /.well-known/oauth-protected-resource", "GET /.well-known/oauth-protected-resource/mcp"} {
+			if want[r] != "NONE" {
+				t.Errorf("%s must be public: a client reads it before it has a token", r)
 			}
 		}
 	})
