@@ -1,0 +1,36 @@
+-- Tokens with a spike of denials: at least 10 in the last hour and more than 3x their hourly average of the 24 hours before.
+-- Runs unchanged on Athena (Trino) and on DuckDB (`aacmcp audit query --saved denial_spike_tokens`).
+-- audit_log: in Athena, the table of that name in the Glue database the workgroup
+-- queries (columns = events/audit/record.schema.json, partitions dt and hour as
+-- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
+-- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+-- Thresholds: 10 denials in the last hour keeps a few fat-fingered calls quiet; 3x the
+-- token's own hourly average over the previous 24 hours keeps a token that is always
+-- noisy (a misconfigured integration) from alerting every hour. A token with no
+-- history alerts at 10.
+WITH denied AS (
+    SELECT DISTINCT event_id, token_id, workspace_id, from_iso8601_timestamp("timestamp") AS ts
+    FROM audit_log
+    WHERE outcome = 'denied' AND token_id <> ''
+      AND dt >= date_format(current_timestamp - INTERVAL '25' HOUR, '%Y-%m-%d')
+),
+per_token AS (
+    SELECT
+        token_id,
+        workspace_id,
+        count_if(ts >= current_timestamp - INTERVAL '1' HOUR) AS denials_last_hour,
+        count_if(ts < current_timestamp - INTERVAL '1' HOUR) AS denials_previous_24h
+    FROM denied
+    WHERE ts >= current_timestamp - INTERVAL '25' HOUR
+    GROUP BY token_id, workspace_id
+)
+SELECT
+    token_id,
+    workspace_id,
+    denials_last_hour,
+    denials_previous_24h,
+    round(CAST(denials_previous_24h AS DOUBLE) / 24, 2) AS avg_hourly_previous_24h
+FROM per_token
+WHERE denials_last_hour >= 10
+  AND CAST(denials_last_hour AS DOUBLE) > 3 * (CAST(denials_previous_24h AS DOUBLE) / 24)
+ORDER BY denials_last_hour DESC, token_id

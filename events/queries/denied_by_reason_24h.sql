@@ -1,0 +1,21 @@
+-- Denied tool calls in the last 24 hours by reason, with how many tokens and workspaces they came from.
+-- Runs unchanged on Athena (Trino) and on DuckDB (`aacmcp audit query --saved denied_by_reason_24h`).
+-- audit_log: in Athena, the table of that name in the Glue database the workgroup
+-- queries (columns = events/audit/record.schema.json, partitions dt and hour as
+-- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
+-- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+WITH denied AS (
+    SELECT DISTINCT event_id, reason, token_id, workspace_id
+    FROM audit_log
+    WHERE outcome = 'denied'
+      AND dt >= date_format(current_timestamp - INTERVAL '1' DAY, '%Y-%m-%d')
+      AND from_iso8601_timestamp("timestamp") >= current_timestamp - INTERVAL '1' DAY
+)
+SELECT
+    reason,
+    count(*) AS denied_calls,
+    count(DISTINCT NULLIF(token_id, '')) AS tokens,
+    count(DISTINCT NULLIF(workspace_id, '')) AS workspaces
+FROM denied
+GROUP BY reason
+ORDER BY denied_calls DESC, reason

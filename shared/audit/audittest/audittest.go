@@ -1,0 +1,83 @@
+// Package audittest builds valid audit records for tests of sinks, readers and
+// queries.
+package audittest
+
+import (
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+)
+
+// Record returns a valid record of a successful get_issue call completed at ts, with
+// a fresh event id, changed by each mod in turn.
+func Record(ts time.Time, mods ...func(*audit.Record)) audit.Record {
+	r := audit.Record{
+		EventID:         audit.NewEventIDAt(ts),
+		EventVersion:    audit.EventVersion,
+		Timestamp:       audit.FormatTime(ts),
+		Tool:            "get_issue",
+		Outcome:         audit.OutcomeSuccess,
+		ScopesProvided:  []string{"issues:read"},
+		ScopesRequired:  []string{"issues:read"},
+		WorkspaceID:     "demo",
+		UserID:          "dev",
+		TokenID:         "tok_test",
+		ReadOnly:        true,
+		ResourceID:      "AAC-1",
+		RequestID:       "req-1",
+		JSONRPCID:       "1",
+		ClientName:      "audittest",
+		ClientVersion:   "1.0.0",
+		ProtocolVersion: "2025-11-25",
+		UserAgent:       "audittest/1.0",
+		SourceIP:        "127.0.0.1",
+		ArgsSHA256:      "6d2b1c3f1b2b0a5e8a7b4f9f0f1d3a2c4e5f60718293a4b5c6d7e8f901234567",
+		DurationMS:      3,
+		Transport:       audit.TransportMCP,
+	}
+	for _, m := range mods {
+		m(&r)
+	}
+	return r
+}
+
+// Denied returns a mod that makes the record a denial for reason (an apperr code).
+func Denied(reason string) func(*audit.Record) {
+	return func(r *audit.Record) { r.Outcome, r.Reason = audit.OutcomeDenied, reason }
+}
+
+// Failed returns a mod that makes the record an error outcome for reason.
+func Failed(reason string) func(*audit.Record) {
+	return func(r *audit.Record) { r.Outcome, r.Reason = audit.OutcomeError, reason }
+}
+
+// Tool returns a mod that sets the tool and the catalog flags that go with the
+// destructive tools (delete_*), which also need issues:write or comments:write.
+func Tool(name string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Tool = name
+		switch name {
+		case "delete_issue", "create_issue", "update_issue":
+			r.ReadOnly, r.ScopesRequired = false, []string{"issues:write"}
+		case "delete_comment", "comment_issue":
+			r.ReadOnly, r.ScopesRequired = false, []string{"comments:write"}
+		case "list_issues", "get_issue":
+			r.ReadOnly, r.ScopesRequired = true, []string{"issues:read"}
+		case "list_comments":
+			r.ReadOnly, r.ScopesRequired = true, []string{"comments:read"}
+		default:
+			r.ReadOnly = false
+		}
+		r.Destructive = name == "delete_issue" || name == "delete_comment"
+	}
+}
+
+// Who returns a mod that sets the workspace and token.
+func Who(workspace, token string) func(*audit.Record) {
+	return func(r *audit.Record) { r.WorkspaceID, r.TokenID = workspace, token }
+}
+
+// Confirmed returns a mod that sets confirm_present.
+func Confirmed(v bool) func(*audit.Record) {
+	return func(r *audit.Record) { r.ConfirmPresent = v }
+}

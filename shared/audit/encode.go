@@ -1,0 +1,151 @@
+package audit
+
+import (
+	"bytes"
+	crand "crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+)
+
+// TimeLayout is the wire form of Record.Timestamp: RFC 3339, UTC, milliseconds.
+// A fixed width keeps the strings sortable and lets Athena and DuckDB parse them with
+// from_iso8601_timestamp.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders t as a Record timestamp.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// ParseTime parses a Record timestamp. It accepts exactly the form FormatTime writes.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("audit: timestamp %q is not RFC 3339 UTC with milliseconds", s)
+	}
+	return t, nil
+}
+
+// ids hands out event ids. ulid.Monotonic is not safe for concurrent use, so it is
+// guarded here; monotonic entropy makes ids minted in the same millisecond sort in
+// minting order, and crypto/rand keeps concurrent Lambda instances from colliding.
+var ids = struct {
+	sync.Mutex
+	entropy *ulid.MonotonicEntropy
+}{entropy: ulid.Monotonic(crand.Reader, 0)}
+
+// NewEventID returns a new ULID for a record completed now.
+func NewEventID() string { return NewEventIDAt(time.Now()) }
+
+// NewEventIDAt returns a new ULID whose time part is t (the record's timestamp), so
+// that ids sort with the records they name. Safe for concurrent use.
+func NewEventIDAt(t time.Time) string {
+	ids.Lock()
+	defer ids.Unlock()
+	id, err := ulid.New(ulid.Timestamp(t), ids.entropy)
+	if err != nil {
+		// Only the monotonic counter of one millisecond overflowing, or a time before
+		// 1970 or after 10889, gets here. Fresh entropy starts a new sequence.
+		ids.entropy = ulid.Monotonic(crand.Reader, 0)
+		if id, err = ulid.New(ulid.Timestamp(t), ids.entropy); err != nil {
+			id = ulid.MustNew(ulid.Now(), ids.entropy)
+		}
+	}
+	return id.String()
+}
+
+// Outcomes, as written in Record.Outcome (the strings of apperr.Outcome).
+const (
+	OutcomeSuccess = string(apperr.OutcomeSuccess)
+	OutcomeDenied  = string(apperr.OutcomeDenied)
+	OutcomeError   = string(apperr.OutcomeError)
+)
+
+var (
+	ulidPattern   = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
+	sha256Pattern = regexp.MustCompile(`^(|[0-9a-f]{64})$`)
+)
+
+// Validate reports the first way r breaks the record schema that code relies on:
+// an event id that is not a ULID, a timestamp the partitioner cannot read, an unknown
+// outcome or transport, a malformed args digest. The JSON Schema in events/audit is
+// the full contract; this is the part a sink must check before it files a record.
+func (r Record) Validate() error {
+	switch {
+	case !ulidPattern.MatchString(r.EventID):
+		return fmt.Errorf("audit: event_id %q is not a ULID", r.EventID)
+	case r.EventVersion == "":
+		return errors.New("audit: event_version is empty")
+	case r.Outcome != OutcomeSuccess && r.Outcome != OutcomeDenied && r.Outcome != OutcomeError:
+		return fmt.Errorf("audit: outcome %q is not success, denied or error", r.Outcome)
+	case r.Reason != "" && !slices.Contains(apperr.Codes, apperr.Code(r.Reason)):
+		return fmt.Errorf("audit: reason %q is not an error code", r.Reason)
+	case r.Transport != TransportMCP && r.Transport != TransportREST:
+		return fmt.Errorf("audit: transport %q is not mcp or rest", r.Transport)
+	case !sha256Pattern.MatchString(r.ArgsSHA256):
+		return fmt.Errorf("audit: args_sha256 %q is not a lowercase hex SHA-256", r.ArgsSHA256)
+	case r.DurationMS < 0:
+		return fmt.Errorf("audit: duration_ms %d is negative", r.DurationMS)
+	}
+	_, err := ParseTime(r.Timestamp)
+	return err
+}
+
+// Hour is the start of the UTC hour the record belongs to: the partition
+// (dt=YYYY-MM-DD/hour=HH) it is filed under, here and in S3.
+func (r Record) Hour() (time.Time, error) {
+	t, err := ParseTime(r.Timestamp)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.Truncate(time.Hour), nil
+}
+
+// MarshalLine encodes r as one JSON line ending in '\n', the form every sink writes.
+// Nil slices are written as [] so that consumers see the schema's arrays, never null.
+func MarshalLine(r Record) ([]byte, error) {
+	if r.ScopesProvided == nil {
+		r.ScopesProvided = []string{}
+	}
+	if r.ScopesRequired == nil {
+		r.ScopesRequired = []string{}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encode record: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// UnmarshalLine decodes one JSON line written by MarshalLine (a trailing newline is
+// optional). Unknown fields, trailing data and records that fail Validate are errors:
+// a line that is not exactly a record must be reported, never half-read.
+func UnmarshalLine(line []byte) (Record, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var r Record
+	if err := dec.Decode(&r); err != nil {
+		return Record{}, fmt.Errorf("audit: decode record: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Record{}, errors.New("audit: decode record: trailing data after the record")
+	}
+	if err := r.Validate(); err != nil {
+		return Record{}, err
+	}
+	if r.ScopesProvided == nil {
+		r.ScopesProvided = []string{}
+	}
+	if r.ScopesRequired == nil {
+		r.ScopesRequired = []string{}
+	}
+	return r, nil
+}

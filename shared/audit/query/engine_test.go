@@ -1,0 +1,288 @@
+package query_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/events/queries"
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
+	"github.com/aacworkflow/aacmcp/shared/audit/query"
+)
+
+func openEngine(t *testing.T, dir string) *query.Engine {
+	t.Helper()
+	e, err := query.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+func run(t *testing.T, e *query.Engine, q string) *query.Result {
+	t.Helper()
+	res, err := e.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s\n-> %v", q, err)
+	}
+	return res
+}
+
+// writeRecords files recs through the real sink (one sink per call: one more file
+// per hour, as another process would write).
+func writeRecords(t *testing.T, dir string, recs []audit.Record) {
+	t.Helper()
+	s, err := file.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := s.Write(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func recordColumns() []string {
+	var cols []string
+	for f := range reflect.TypeFor[audit.Record]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		cols = append(cols, name)
+	}
+	return append(cols, "dt", "hour")
+}
+
+func TestEmptyLog(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"no audit folder", func(string) error { return nil }},
+		{"empty audit folder", func(dir string) error { return os.MkdirAll(filepath.Join(dir, "audit"), 0o700) }},
+		{"empty partition", func(dir string) error {
+			return os.MkdirAll(filepath.Join(dir, "audit", "dt=2025-06-22", "hour=15"), 0o700)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			e := openEngine(t, dir)
+			res := run(t, e, "SELECT * FROM audit_log")
+			if !slices.Equal(res.Columns, recordColumns()) {
+				t.Errorf("columns %v\nwant    %v", res.Columns, recordColumns())
+			}
+			if len(res.Rows) != 0 {
+				t.Errorf("rows %v", res.Rows)
+			}
+			if got := run(t, e, "SELECT count(*) AS n FROM audit_log"); !reflect.DeepEqual(got.Rows, [][]any{{int64(0)}}) {
+				t.Errorf("count = %v", got.Rows)
+			}
+			for _, q := range queries.All() {
+				res, err := e.Query(context.Background(), q.SQL)
+				if err != nil {
+					t.Errorf("%s on an empty log: %v", q.Name, err)
+				} else if len(res.Rows) != 0 {
+					t.Errorf("%s on an empty log: %v", q.Name, res.Rows)
+				}
+			}
+		})
+	}
+}
+
+func TestViewRoundTripsRecords(t *testing.T) {
+	dir := t.TempDir()
+	ts := time.Date(2025, 6, 22, 7, 30, 0, 123e6, time.UTC)
+	r := audittest.Record(ts, audittest.Tool("delete_issue"), audittest.Denied("destructive_flag_missing"),
+		func(r *audit.Record) {
+			r.ScopesProvided = []string{"issues:read", "issues:write"}
+			r.DurationMS = 17
+			r.IdempotentReplay = true
+		})
+	writeRecords(t, dir, []audit.Record{r})
+	e := openEngine(t, dir)
+	res := run(t, e, "SELECT * FROM audit_log")
+	if len(res.Rows) != 1 {
+		t.Fatalf("rows %v", res.Rows)
+	}
+	got := map[string]any{}
+	for i, c := range res.Columns {
+		got[c] = res.Rows[0][i]
+	}
+	want := map[string]any{
+		"event_id": r.EventID, "event_version": "1.0", "timestamp": "2025-06-22T07:30:00.123Z",
+		"tool": "delete_issue", "outcome": "denied", "reason": "destructive_flag_missing",
+		"scopes_provided": []any{"issues:read", "issues:write"}, "scopes_required": []any{"issues:write"},
+		"workspace_id": "demo", "user_id": "dev", "token_id": "tok_test",
+		"read_only": false, "destructive": true, "confirm_present": false,
+		"resource_id": "AAC-1", "idempotency_key": "", "idempotent_replay": true,
+		"request_id": "req-1", "jsonrpc_id": "1", "client_name": "audittest", "client_version": "1.0.0",
+		"protocol_version": "2025-11-25", "user_agent": "audittest/1.0", "source_ip": "127.0.0.1",
+		"args_sha256": r.ArgsSHA256, "duration_ms": int64(17), "transport": "mcp",
+		// Partition values stay strings: hour=07 is "07", not 7.
+		"dt": "2025-06-22", "hour": "07",
+	}
+	if !reflect.DeepEqual(got, want) {
+		for k := range want {
+			if !reflect.DeepEqual(got[k], want[k]) {
+				t.Errorf("%s = %#v, want %#v", k, got[k], want[k])
+			}
+		}
+	}
+}
+
+func TestViewSkipsTornLineAndSeesNewFiles(t *testing.T) {
+	dir := t.TempDir()
+	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
+	writeRecords(t, dir, []audit.Record{audittest.Record(ts), audittest.Record(ts)})
+	e := openEngine(t, dir)
+	count := func() any { return run(t, e, "SELECT count(*) FROM audit_log").Rows[0][0] }
+	if got := count(); got != int64(2) {
+		t.Fatalf("count = %v, want 2", got)
+	}
+	// A crash mid-write leaves a torn last line in a file of its own.
+	line, _ := audit.MarshalLine(audittest.Record(ts))
+	torn := filepath.Join(dir, "audit", "dt=2025-06-22", "hour=15", "crashed.json")
+	if err := os.WriteFile(torn, append(append([]byte{}, line...), line[:50]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Files written after Open are seen by the next query.
+	writeRecords(t, dir, []audit.Record{audittest.Record(ts.Add(time.Hour))})
+	if got := count(); got != int64(4) {
+		t.Fatalf("count = %v, want 4 (2 + 1 whole line of the crashed file + 1 new)", got)
+	}
+}
+
+func TestTrinoMacros(t *testing.T) {
+	e := openEngine(t, t.TempDir())
+	tests := []struct {
+		sql  string
+		want any
+	}{
+		{`SELECT from_iso8601_timestamp('2025-06-22T15:30:00.123Z') = TIMESTAMPTZ '2025-06-22 15:30:00.123+00'`, true},
+		{`SELECT date_format(from_iso8601_timestamp('2025-06-22T15:04:05.000Z'), '%Y-%m-%d %H:%i:%s')`, "2025-06-22 15:04:05"},
+		{`SELECT to_unixtime(from_iso8601_timestamp('1970-01-01T00:01:00.000Z'))`, float64(60)},
+		{`SELECT cardinality(['a', 'b', 'c'])`, int64(3)},
+		{`SELECT element_at(['a', 'b', 'c'], 2)`, "b"},
+		{`SELECT array_join(['a', 'b'], ',')`, "a,b"},
+		{`SELECT regexp_like('delete_issue', '^delete_')`, true},
+		{`SELECT approx_distinct(x) FROM (VALUES (1), (2), (2)) t(x)`, int64(2)},
+		{`SELECT date_trunc('day', from_iso8601_timestamp('2025-06-22T23:30:00.000Z')) = TIMESTAMPTZ '2025-06-22 00:00:00+00'`, true},
+		{`SELECT current_setting('TimeZone')`, "UTC"},
+	}
+	for _, tt := range tests {
+		res := run(t, e, tt.sql)
+		if len(res.Rows) != 1 || !reflect.DeepEqual(res.Rows[0][0], tt.want) {
+			t.Errorf("%s = %#v, want %#v", tt.sql, res.Rows, tt.want)
+		}
+	}
+}
+
+func TestQueryErrors(t *testing.T) {
+	e := openEngine(t, t.TempDir())
+	for _, q := range []string{"", "   ", "SELEC 1", "SELECT no_such_column FROM audit_log", "SELECT * FROM no_such_table"} {
+		_, err := e.Query(context.Background(), q)
+		if !apperr.Is(err, apperr.InvalidArguments) {
+			t.Errorf("%q: err = %v, want invalid_arguments", q, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Query(ctx, "SELECT 1"); err == nil {
+		t.Error("query with a cancelled context succeeded")
+	}
+	// The engine still works after errors.
+	if res := run(t, e, "SELECT 42 AS answer"); !reflect.DeepEqual(res, &query.Result{Columns: []string{"answer"}, Rows: [][]any{{int64(42)}}}) {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestValueConversion(t *testing.T) {
+	e := openEngine(t, t.TempDir())
+	res := run(t, e, `SELECT DATE '2025-06-22' AS d, TIMESTAMPTZ '2025-06-22 15:30:00.5+00' AS ts,
+		1.25::DECIMAL(5,2) AS dec, 'x'::VARCHAR AS s, NULL AS n, 12::HUGEINT AS h, 'nan'::DOUBLE AS nan,
+		{'a': 1} AS st, [1, 2] AS l, 3::TINYINT AS tiny, true AS b`)
+	want := []any{"2025-06-22", "2025-06-22T15:30:00.5Z", 1.25, "x", nil, int64(12), "NaN",
+		map[string]any{"a": int64(1)}, []any{int64(1), int64(2)}, int64(3), true}
+	if !reflect.DeepEqual(res.Rows[0], want) {
+		t.Errorf("row %#v\nwant %#v", res.Rows[0], want)
+	}
+}
+
+// TestViewOverCompactedHours: compacted hours are read from Parquet, open hours from
+// JSON, and a crash between publishing the Parquet file and removing the JSON files
+// it replaced counts nothing twice.
+func TestViewOverCompactedHours(t *testing.T) {
+	dir := t.TempDir()
+	h := time.Date(2025, 6, 22, 10, 0, 0, 0, time.UTC)
+	var recs []audit.Record
+	for i := range 30 {
+		recs = append(recs, audittest.Record(h.Add(time.Duration(i)*3*time.Minute)))
+	}
+	writeRecords(t, dir, recs[:15])
+	writeRecords(t, dir, recs[15:])
+	writeRecords(t, dir, []audit.Record{audittest.Record(h.Add(2 * time.Hour))})
+
+	// Keep copies of hour 10's JSON files to put back after compaction: the state a
+	// crash right after the rename leaves.
+	hour10 := filepath.Join(dir, "audit", "dt=2025-06-22", "hour=10")
+	jsons, err := filepath.Glob(filepath.Join(hour10, "*.json"))
+	if err != nil || len(jsons) != 2 {
+		t.Fatalf("hour 10 files %v, %v", jsons, err)
+	}
+	saved := map[string][]byte{}
+	for _, j := range jsons {
+		if saved[j], err = os.ReadFile(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := openEngine(t, dir)
+	const q = "SELECT hour, count(*) AS n, count(DISTINCT event_id) AS ids FROM audit_log GROUP BY hour ORDER BY hour"
+	want := [][]any{{"10", int64(20), int64(20)}, {"11", int64(10), int64(10)}, {"12", int64(1), int64(1)}}
+	if got := run(t, e, q).Rows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("before compaction %v, want %v", got, want)
+	}
+	stats, err := file.Compact(dir, h.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Partitions != 2 {
+		t.Fatalf("compaction %+v", stats)
+	}
+	if got := run(t, e, q).Rows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after compaction %v, want %v", got, want)
+	}
+	for path, b := range saved {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := run(t, e, q).Rows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("with replaced JSON files back %v, want %v", got, want)
+	}
+	// The saved queries and the record columns work over Parquet too.
+	res := run(t, e, "SELECT * FROM audit_log WHERE hour = '10' ORDER BY event_id LIMIT 1")
+	if !slices.Equal(res.Columns, recordColumns()) {
+		t.Errorf("columns over Parquet %v", res.Columns)
+	}
+	if res.Rows[0][0] != recs[0].EventID || !reflect.DeepEqual(res.Rows[0][6], []any{"issues:read"}) {
+		t.Errorf("first row over Parquet %v", res.Rows[0])
+	}
+}
