@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -465,14 +464,13 @@ func TestDeleteIssue(t *testing.T) {
 }
 
 // TestDeleteRepeatByOwner: the author retrying their own delete gets the same body.
-// That needs the owner from the tombstone (store.DeleteResult.Owner); ownerTombstones
-// supplies it where the backend does not yet, so this tests the handler's rule.
+// That needs the owner from the tombstone (store.DeleteResult.Owner), which every
+// backend returns on a repeat (storetest checks it).
 func TestDeleteRepeatByOwner(t *testing.T) {
 	f := newFixture(t)
-	q := &ownerTombstones{Queries: f.st, owners: map[string]string{}}
 	call := func(who caller, tool, args string) (string, error) {
 		t.Helper()
-		return f.callWith(q, who, tool, args)
+		return f.call(who, tool, args)
 	}
 	id, _ := f.newIssue(asMia, "mia's")
 	c := f.ok(asBen, "comment_issue", `{"issue_id":"AAC-1","body":"ben's"}`)
@@ -525,47 +523,6 @@ func TestDeleteComment(t *testing.T) {
 	}
 	f.fails(asAdmin, "delete_comment", `{"comment_id":"01JQ3Z7R6W7YV1T0B3Q6Y2K9ZC","confirm":true}`, apperr.NotFound)
 	f.fails(asAdmin, "delete_comment", `{"comment_id":"`+theirs+`","confirm":true}`, apperr.NotFound)
-}
-
-// ownerTombstones fills DeleteResult.Owner on repeats when the backend leaves it empty,
-// from the owners it saw deleted: what a backend that keeps the owner in its tombstones
-// returns.
-type ownerTombstones struct {
-	store.Queries
-	mu     sync.Mutex
-	owners map[string]string
-}
-
-func (o *ownerTombstones) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.DeleteResult, error) {
-	owner := ""
-	if iss, err := o.GetIssue(ctx, ws, idOrKey); err == nil {
-		owner = iss.CreatedBy
-	}
-	res, err := o.Queries.DeleteIssue(ctx, ws, idOrKey)
-	return o.remember(res, err, owner)
-}
-
-func (o *ownerTombstones) DeleteComment(ctx context.Context, ws, id string) (store.DeleteResult, error) {
-	owner := ""
-	if c, err := o.GetComment(ctx, ws, id); err == nil {
-		owner = c.Author
-	}
-	res, err := o.Queries.DeleteComment(ctx, ws, id)
-	return o.remember(res, err, owner)
-}
-
-func (o *ownerTombstones) remember(res store.DeleteResult, err error, owner string) (store.DeleteResult, error) {
-	if err != nil {
-		return res, err
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !res.Replay {
-		o.owners[res.ID] = owner
-	} else if res.Owner == "" {
-		res.Owner = o.owners[res.ID]
-	}
-	return res, nil
 }
 
 func mustTime(t *testing.T, v any) time.Time {

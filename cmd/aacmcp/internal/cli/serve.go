@@ -44,6 +44,7 @@ type serveFlags struct {
 	allowedHosts      []string
 	authServers       []string
 	logLevel          string
+	compactEvery      time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -75,6 +76,7 @@ full-scope and a read-only token, and prints them with ready client command line
 	f.StringVar(&sf.webhookSecretFile, "autopilot-secret-file", "", "file holding the webhook's HMAC-SHA256 signing secret (required with --autopilot-webhook)")
 	f.StringVar(&sf.publicURL, "public-url", "", "externally visible base URL, such as https://mcp.example.com (default: from each request's Host)")
 	f.StringSliceVar(&sf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp, comma-separated (env AACMCP_ALLOWED_ORIGINS)")
+	f.DurationVar(&sf.compactEvery, "compact-every", time.Hour, "compact closed audit hours into Parquet this often in the background (0: never)")
 	f.StringSliceVar(&sf.allowedHosts, "allowed-hosts", nil, `Host header values accepted, comma-separated; "*" for any (default: loopback only)`)
 	f.StringSliceVar(&sf.authServers, "authorization-servers", splitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
 	f.StringVar(&sf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
@@ -209,6 +211,11 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		}
 	}
 	printBanner(c.OutOrStdout(), base, g.dataDir, dispatchDesc, rate, tokens)
+
+	if sf.compactEvery > 0 {
+		stop := startCompactor(ctx, g.dataDir, sf.compactEvery, g.env.now, log)
+		defer stop()
+	}
 
 	srv := &http.Server{
 		Handler:           handler,

@@ -1,0 +1,105 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/crc32"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+)
+
+// Token format: "aac_" + 32 random base62 characters + 6 base62 characters of the
+// CRC32 of everything before them. The checksum lets ParseBearer reject typos and
+// truncated pastes without a store lookup, and lets secret scanners recognise leaks.
+const (
+	TokenPrefix    = "aac_"
+	randomLen      = 32 // 32 * log2(62) ≈ 190 bits
+	checksumLen    = 6  // 62^6 > 2^32, so any CRC32 fits
+	TokenLen       = len(TokenPrefix) + randomLen + checksumLen
+	base62Alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// Mint returns a new secret and its hash. The secret is shown to the user once; only
+// the hash is stored.
+func Mint() (secret, hash string, err error) {
+	b := make([]byte, 0, TokenLen)
+	b = append(b, TokenPrefix...)
+	// Rejection sampling keeps every character uniform: 248 = 4*62 is the largest
+	// multiple of 62 that fits in a byte.
+	var buf [64]byte
+	for len(b) < len(TokenPrefix)+randomLen {
+		if _, err := rand.Read(buf[:]); err != nil {
+			return "", "", apperr.Internal(err)
+		}
+		for _, c := range buf {
+			if c < 248 && len(b) < len(TokenPrefix)+randomLen {
+				b = append(b, base62Alphabet[c%62])
+			}
+		}
+	}
+	b = appendChecksum(b)
+	secret = string(b)
+	return secret, Hash(secret), nil
+}
+
+// Hash is the stored form of a secret: hex SHA-256. A fast hash is right here because
+// secrets carry 190 random bits; there is nothing to brute-force.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewTokenID returns a public token id ("tok_" + ULID): safe to log and to show.
+func NewTokenID() string { return "tok_" + ulid.Make().String() }
+
+func appendChecksum(b []byte) []byte {
+	sum := crc32.ChecksumIEEE(b)
+	var c [checksumLen]byte
+	for i := checksumLen - 1; i >= 0; i-- {
+		c[i] = base62Alphabet[sum%62]
+		sum /= 62
+	}
+	return append(b, c[:]...)
+}
+
+// ValidFormat reports whether s has the shape of a secret and its checksum matches.
+func ValidFormat(s string) bool {
+	if len(s) != TokenLen || !strings.HasPrefix(s, TokenPrefix) {
+		return false
+	}
+	for i := len(TokenPrefix); i < len(s); i++ {
+		if strings.IndexByte(base62Alphabet, s[i]) < 0 {
+			return false
+		}
+	}
+	body := s[:len(s)-checksumLen]
+	want := appendChecksum([]byte(body))
+	return string(want[len(body):]) == s[len(body):]
+}
+
+// ParseBearer extracts the secret from an Authorization header value. The scheme is
+// case-insensitive (RFC 9110); exactly one token must follow. Every failure is
+// invalid_token with the public message shared by all token failures; the reason
+// (missing or malformed) is available through RejectReason.
+func ParseBearer(header string) (string, error) {
+	header = strings.Trim(header, " \t")
+	if header == "" {
+		return "", reject(ReasonMissing, "")
+	}
+	scheme, rest, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", reject(ReasonMalformed, "")
+	}
+	secret := strings.TrimLeft(rest, " ")
+	if secret == "" || strings.ContainsAny(secret, " \t") {
+		return "", reject(ReasonMalformed, "")
+	}
+	if !ValidFormat(secret) {
+		return "", reject(ReasonMalformed, "")
+	}
+	return secret, nil
+}

@@ -1,0 +1,30 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/storetest"
+)
+
+func open(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "aacmcp.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Backend {
+		s := open(t)
+		return storetest.Backend{Queries: s, Tokens: s}
+	})
+}
