@@ -281,6 +281,9 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		key = a.stringArg(idempotencyKeyArg)
 		c.rec.IdempotencyKey = truncate(key, maxAuditText)
 	}
+	if t.Annotations.ReadOnly && key == "" {
+		return g.invokeRead(ctx, c, *p, t, a)
+	}
 	role, err := g.role(ctx, *p, t)
 	if err != nil {
 		return Result{Err: err}
@@ -342,6 +345,34 @@ func (g *Guard) role(ctx context.Context, p auth.Principal, t catalog.Tool) (sto
 		return "", apperr.Newf(apperr.PermissionDenied, "the %s role cannot use %s", m.Role, t.Name)
 	}
 	return m.Role, nil
+}
+
+// invokeRead runs a read-only tool's handler while the caller's member record is
+// read: the two reads are independent, so on DynamoDB the call waits for one round
+// trip instead of two. The handler's result is used only if the member check
+// passes, so a non-member or an invalid role still gets permission_denied (and never
+// the data), exactly as if the check had run first; a read-only handler changes
+// nothing, so having run it is harmless. Read-only handlers see no Role (no
+// read-only tool depends on it: reads are the same for every role).
+func (g *Guard) invokeRead(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
+	var roleErr *apperr.Error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				g.log.Error("panic reading the member record", "tool", t.Name, "panic", fmt.Sprint(r))
+				roleErr = apperr.Internal(fmt.Errorf("panic: %v", r))
+			}
+		}()
+		_, roleErr = g.role(ctx, p, t)
+	}()
+	res := g.invoke(ctx, c, catalog.Call{Principal: p, Args: a.raw, Now: c.now})
+	<-done
+	if roleErr != nil {
+		return Result{Err: roleErr}
+	}
+	return res
 }
 
 // readerOnly hides the Writer half of the store from read-only handlers, so that
@@ -417,6 +448,7 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 	c.rec.Reason = string(code)
 	c.rec.IdempotentReplay = res.Replay
 	c.rec.DurationMS = time.Since(c.started).Milliseconds()
+	fitRecord(&c.rec)
 
 	// The caller may have gone away; the record must still be written, within the
 	// time the request had (on Lambda, the function's remaining time).
@@ -454,6 +486,36 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 			"event_id", c.rec.EventID, "err", res.Err)
 	}
 	res.Record = c.rec
+}
+
+// maxRecordBytes is DESIGN.md section 5's bound on one audit line.
+const maxRecordBytes = 1024
+
+// fitRecord keeps the record's line under maxRecordBytes. Each caller-chosen text is
+// already capped at maxAuditText, but together (a long User-Agent, client name and
+// version, JSON-RPC id, request id and idempotency key) they can still push a record
+// past the bound; the longest of them is cut until the line fits. Who, what, the
+// outcome and the digest are never cut.
+func fitRecord(r *audit.Record) {
+	for {
+		line, err := audit.MarshalLine(*r)
+		if err != nil || len(line) < maxRecordBytes {
+			return
+		}
+		over := len(line) - maxRecordBytes + 1
+		var longest *string
+		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.IdempotencyKey, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
+			if longest == nil || len(*f) > len(*longest) {
+				longest = f
+			}
+		}
+		if len(*longest) == 0 {
+			return
+		}
+		// Escaped characters take more bytes on the wire than in the string, so cut
+		// at least what is over and loop until it fits.
+		*longest = truncate(*longest, max(0, len(*longest)-over))
+	}
 }
 
 type detached struct {

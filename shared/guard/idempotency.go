@@ -2,11 +2,20 @@ package guard
 
 import (
 	"context"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
+
+// PendingLease is how long a pending claim holds its key. A claim older than this
+// belongs to a call whose process died between claiming and settling (kill -9, a
+// Lambda timeout): nothing will ever complete or release it, and without a lease the
+// client's retry would be refused as "in progress" until the record expires (24 h).
+// It is far above the longest call (the local server's 90 s write timeout, the
+// Lambda's timeout), so a live call is never taken over.
+const PendingLease = 5 * time.Minute
 
 // claimAttempts bounds the create-or-read loop: a key released (or expired) between
 // our failed claim and our read is claimed again, but not forever.
@@ -49,8 +58,11 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		if err != nil {
 			return Result{Err: apperr.As(err)}
 		}
-		if !prev.ExpiresAt.IsZero() && !c.now.Before(prev.ExpiresAt) {
-			// Expired but not yet swept (DynamoDB TTL is lazy): it no longer counts.
+		expired := !prev.ExpiresAt.IsZero() && !c.now.Before(prev.ExpiresAt)
+		abandoned := prev.State == store.IdemPending && c.now.Sub(prev.CreatedAt) > PendingLease
+		if expired || abandoned {
+			// Expired but not yet swept (DynamoDB TTL is lazy), or claimed by a call
+			// that died: it no longer counts.
 			if err := g.store.DeleteIdempotency(ctx, k); err != nil && !apperr.Is(err, apperr.NotFound) {
 				return Result{Err: apperr.As(err)}
 			}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"errors"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -69,6 +70,17 @@ func checkProtocol(header http.Header, env rpcEnvelope) *protocolError {
 			return &protocolError{code: mcp.HEADER_MISMATCH, msg: hm.Error()}
 		}
 		return &protocolError{code: mcp.HEADER_MISMATCH, msg: "header mismatch"}
+	}
+	return nil
+}
+
+// checkContentType refuses a body not declared as JSON, as the transport requires.
+// mcp-go would refuse it too, but with a plain-text body; this answer is JSON-RPC
+// like every other refusal on /mcp.
+func checkContentType(header http.Header) *protocolError {
+	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return &protocolError{code: rpcInvalidRequest, msg: "Content-Type must be application/json"}
 	}
 	return nil
 }
