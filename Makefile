@@ -58,6 +58,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	  done; \
 	done
 
+.PHONY: soak
+soak: deps ## The full load and crash tests: 200 clients x 20,000 mixed calls, then kill -9 mid-load
+	$(GO) test -count=1 -timeout 60m -v -run 'TestLoadConsistency|TestCrashRecovery' ./test/load -args -clients 200 -calls 20000
+
 .PHONY: build
 build: ## Build dist/<function>/bootstrap for every Lambda function (ARCH=arm64|amd64)
 	@for fn in $(FUNCTIONS); do \
