@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -185,12 +184,9 @@ func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
 		return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
 	case apperr.Is(err, apperr.NotFound):
 		// A repeat: the tombstone answers, judged like the delete itself (see deleteIssue).
-		res, err := q.DeleteComment(ctx, ws, a.CommentID)
+		res, err := q.GetTombstone(ctx, ws, "comment", a.CommentID)
 		if err != nil {
 			return nil, err
-		}
-		if !res.Replay {
-			slog.ErrorContext(ctx, "delete_comment raced with a create", "workspace_id", ws, "comment_id", res.ID)
 		}
 		if !mayDelete(c, res.Owner) {
 			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the comment's author can delete it")

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -533,4 +534,46 @@ func mustTime(t *testing.T, v any) time.Time {
 		t.Fatalf("time %v: %v", v, err)
 	}
 	return tm
+}
+
+// staleLookup answers the first GetIssue/GetComment with not_found, as a lookup that ran
+// just before the item was created would.
+type staleLookup struct {
+	store.Queries
+	issueMissed, commentMissed bool
+}
+
+func (s *staleLookup) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, error) {
+	if !s.issueMissed {
+		s.issueMissed = true
+		return store.Issue{}, apperr.New(apperr.NotFound, "issue not found")
+	}
+	return s.Queries.GetIssue(ctx, ws, idOrKey)
+}
+
+func (s *staleLookup) GetComment(ctx context.Context, ws, id string) (store.Comment, error) {
+	if !s.commentMissed {
+		s.commentMissed = true
+		return store.Comment{}, apperr.New(apperr.NotFound, "comment not found")
+	}
+	return s.Queries.GetComment(ctx, ws, id)
+}
+
+// TestDeleteRaceWithCreate: a member deleting "the next key" while someone else creates
+// that issue must get not_found, never delete the new issue unchecked. A repeat is
+// answered from the tombstone alone, so the race has nothing to delete.
+func TestDeleteRaceWithCreate(t *testing.T) {
+	f := newFixture(t)
+	f.newIssue(asMia, "mia's") // AAC-1, not Ben's
+	cid := f.ok(asMia, "comment_issue", `{"issue_id":"AAC-1","body":"mia's words"}`)["id"].(string)
+
+	if _, err := f.callWith(&staleLookup{Queries: f.st}, asBen, "delete_issue", `{"issue_id":"AAC-1","confirm":true}`); !apperr.Is(err, apperr.NotFound) {
+		t.Errorf("delete_issue after a stale lookup = %v, want not_found", err)
+	}
+	if _, err := f.callWith(&staleLookup{Queries: f.st}, asBen, "delete_comment", `{"comment_id":"`+cid+`","confirm":true}`); !apperr.Is(err, apperr.NotFound) {
+		t.Errorf("delete_comment after a stale lookup = %v, want not_found", err)
+	}
+	if m := f.ok(asMia, "get_issue", `{"issue_id":"AAC-1"}`); m["comment_count"] != 1.0 {
+		t.Errorf("issue or comment was deleted by a caller who may not delete them: %v", m)
+	}
 }

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -347,15 +346,12 @@ func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 		return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
 	case apperr.Is(err, apperr.NotFound):
 		// Gone or never there: a tombstone answers a repeat with the first result, and
-		// the repeat is judged by the same rule as the delete (DESIGN.md 1a). Without a
-		// tombstone the store says not_found.
-		res, err := q.DeleteIssue(ctx, ws, a.IssueID)
+		// the repeat is judged by the same rule as the delete (DESIGN.md 1a). The
+		// tombstone is only read, never deleted through: an issue created under the same
+		// key since the lookup above must not be deleted without its permission check.
+		res, err := q.GetTombstone(ctx, ws, "issue", a.IssueID)
 		if err != nil {
 			return nil, err
-		}
-		if !res.Replay {
-			// An issue with this key was created between the lookup and the delete.
-			slog.ErrorContext(ctx, "delete_issue raced with a create", "workspace_id", ws, "issue_id", res.ID)
 		}
 		if !mayDelete(c, res.Owner) {
 			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the issue's creator can delete it")

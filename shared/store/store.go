@@ -36,6 +36,12 @@ type Reader interface {
 	ListUsage(ctx context.Context, ws, from, to string) ([]UsageRow, error)
 	// GetIdempotency returns not_found when no record exists for the key.
 	GetIdempotency(ctx context.Context, k IdempotencyKey) (IdempotencyRecord, error)
+	// GetTombstone returns the result of an earlier delete of an issue (by id or key;
+	// kind "issue") or a comment (by id; kind "comment"), with Replay=true and the Owner,
+	// while its tombstone lives; not_found otherwise. A repeated delete reads it instead
+	// of calling Delete* again, so that it can be judged (admin or owner) without ever
+	// deleting an item that appeared under the same key in the meantime.
+	GetTombstone(ctx context.Context, ws, kind, idOrKey string) (DeleteResult, error)
 }
 
 // Writer is every mutation. Method names start with Create, Update or Delete.

@@ -76,6 +76,16 @@ func testComments(t *testing.T, b Backend) {
 	if !again.Replay || again.ID != res.ID || again.Kind != "comment" || !sameMilli(again.DeletedAt, res.DeletedAt) || again.Owner != res.Owner {
 		t.Errorf("repeated DeleteComment = %+v, want a replay of %+v", again, res)
 	}
+	ts, err := q.GetTombstone(ctx, w.ID, "comment", made[0].ID)
+	must(t, "GetTombstone of a deleted comment", err)
+	if !ts.Replay || ts.ID != res.ID || ts.Kind != "comment" || ts.Owner != res.Owner || !sameMilli(ts.DeletedAt, res.DeletedAt) {
+		t.Errorf("GetTombstone = %+v, want the delete's result %+v", ts, res)
+	}
+	_, err = q.GetTombstone(ctx, w.ID, "comment", made[1].ID)
+	wantCode(t, "GetTombstone of a live comment", err, apperr.NotFound)
+	other := newWorkspace(t, q, "OTH")
+	_, err = q.GetTombstone(ctx, other.ID, "comment", made[0].ID)
+	wantCode(t, "GetTombstone from another workspace", err, apperr.NotFound)
 	_, err = q.GetComment(ctx, w.ID, made[0].ID)
 	wantCode(t, "GetComment after delete", err, apperr.NotFound)
 	got, err = q.GetIssue(ctx, w.ID, is.ID)
@@ -146,6 +156,23 @@ func testDeletes(t *testing.T, b Backend) {
 			t.Errorf("repeated DeleteIssue via %s = %+v, want a replay of %+v", ref, again, res)
 		}
 	}
+	for _, ref := range []string{is.ID, "AAC-1", "aac-1"} {
+		ts, err := q.GetTombstone(ctx, w.ID, "issue", ref)
+		if err != nil {
+			t.Errorf("GetTombstone via %s: %v", ref, err)
+			continue
+		}
+		if !ts.Replay || ts.ID != is.ID || ts.Kind != "issue" || ts.Owner != res.Owner || !sameMilli(ts.DeletedAt, res.DeletedAt) {
+			t.Errorf("GetTombstone via %s = %+v, want the delete's result %+v", ref, ts, res)
+		}
+	}
+	for _, ref := range []string{keep.ID, "AAC-2", "AAC-99"} {
+		_, err := q.GetTombstone(ctx, w.ID, "issue", ref)
+		wantCode(t, "GetTombstone of a live or unknown issue "+ref, err, apperr.NotFound)
+	}
+	other := newWorkspace(t, q, "OTH")
+	_, err = q.GetTombstone(ctx, other.ID, "issue", is.ID)
+	wantCode(t, "GetTombstone from another workspace", err, apperr.NotFound)
 	_, _, err = q.UpdateIssue(ctx, w.ID, is.ID, store.IssuePatch{Title: ptr("zombie"), UpdatedAt: at})
 	wantCode(t, "UpdateIssue of a deleted issue", err, apperr.NotFound)
 	_, err = q.CreateComment(ctx, w.ID, "AAC-1", store.NewComment{Author: "a", Body: "b", CreatedAt: at})
