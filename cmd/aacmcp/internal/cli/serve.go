@@ -141,11 +141,25 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		return err
 	}
 
+	unlock, err := lockDataDir(g.dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
 	st, err := openSQLite(ctx, g.dataDir, sqlite.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// We hold the folder alone: a claim still pending is a dead process's (kill -9
+	// between claiming an idempotency key and settling it). Release it so the client's
+	// retry runs now instead of being refused as in progress until the lease ends.
+	if n, err := st.DeletePendingIdempotency(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("released idempotency claims left pending by a previous server that died", "claims", n)
+	}
 
 	sink, err := file.New(g.dataDir, file.WithLogger(log))
 	if err != nil {

@@ -262,3 +262,19 @@ func TestServeAddressInUse(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestServeLocksTheDataFolder: a second server on the same folder is refused (it would
+// take the first one's in-flight idempotency claims for a dead process's), and the
+// folder is free again once the first stops.
+func TestServeLocksTheDataFolder(t *testing.T) {
+	data := t.TempDir()
+	first := startServe(t, data)
+	r := run(t, nil, "serve", "--data", data, "--addr", "127.0.0.1:0")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "another aacmcp serve is using the data folder") {
+		t.Errorf("second serve: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if code := first.stop(t); code != ExitOK {
+		t.Fatalf("first serve exited %d", code)
+	}
+	startServe(t, data) // the lock went with the first server
+}
