@@ -30,19 +30,7 @@ import (
 
 var env *lambdatest.Env
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	e, stop, err := lambdatest.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "emulators:", err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { lambdatest.Main(m, &env) }
 
 type golden struct {
 	// Error is the function error API Gateway sees ("Unauthorized" = 401).

@@ -6,12 +6,10 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +17,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,49 +25,10 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// aacmcpBinary builds cmd/aacmcp once per test binary.
-func aacmcpBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		root, err := emulator.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir, err = os.MkdirTemp("", "aacmcp-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(binDir, "aacmcp")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/aacmcp")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/aacmcp: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
 // runner runs one aacmcp admin command and returns its stdout; it fails the test
 // when the command fails.
@@ -81,136 +38,34 @@ type runner func(args ...string) []byte
 func cliRunner(t *testing.T, bin string, env []string, extra ...string) runner {
 	return func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.Command(bin, append(args, extra...)...)
-		cmd.Env = append(cleanEnv(), env...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := harness.CLI(bin, env, append(args, extra...)...)
 		if err != nil {
-			t.Fatalf("aacmcp %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
+			t.Fatal(err)
 		}
 		return out
 	}
 }
 
-// cleanEnv is the test's environment without AACMCP_* variables, which would change
-// the commands' defaults.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AACMCP_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// devServer is a running `aacmcp serve --dev`.
-type devServer struct {
-	cmd      *exec.Cmd
-	mcpURL   string
-	full     string
-	readOnly string
-	stderr   *lockedBuffer
-	exited   chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var (
-	servingLine = regexp.MustCompile(`^aacmcp serving (http://127\.0\.0\.1:\d+/mcp)$`)
-	tokenLine   = regexp.MustCompile(`^  (full-scope|read-only) token: +(aac_[0-9A-Za-z]+)$`)
-)
-
 // startServe starts the server on a port the kernel picks and reads the URL and the
 // two dev tokens from its banner.
-func startServe(t *testing.T, bin, data string) *devServer {
+func startServe(t *testing.T, bin, data string) *harness.Server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data)
-	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	s := &devServer{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = s.stderr
-	stdout, err := cmd.StdoutPipe()
+	s, err := harness.Serve(bin, data, "--dev")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-
-	banner := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		done := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				s.mcpURL = m[1]
-			}
-			if m := tokenLine.FindStringSubmatch(line); m != nil {
-				if m[1] == "full-scope" {
-					s.full = m[2]
-				} else {
-					s.readOnly = m[2]
-				}
-			}
-			if !done && s.mcpURL != "" && s.full != "" && s.readOnly != "" {
-				done = true
-				close(banner)
-			}
-		}
-		if !done {
-			close(banner)
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-banner:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner within 60s\nstderr: %s", s.stderr)
-	}
-	if s.mcpURL == "" || s.full == "" || s.readOnly == "" {
-		t.Fatalf("the banner lacks the URL or a token\nstderr: %s", s.stderr)
-	}
+	t.Cleanup(func() { _ = s.Kill(30 * time.Second) })
 	return s
 }
 
 // stop sends SIGTERM and requires a clean exit (graceful shutdown).
-func (s *devServer) stop(t *testing.T) {
+func stop(t *testing.T, s *harness.Server) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Errorf("serve did not exit cleanly on SIGTERM: %v\nstderr: %s", err, s.stderr)
-		}
-	case <-time.After(20 * time.Second):
+	switch err := s.Terminate(20 * time.Second); {
+	case errors.Is(err, harness.ErrTimeout):
 		t.Errorf("serve did not stop within 20s of SIGTERM")
+	case err != nil:
+		t.Errorf("serve did not exit cleanly on SIGTERM: %v\nstderr: %s", err, s.Stderr())
 	}
 }
 
@@ -313,7 +168,7 @@ func runScript(t *testing.T, script, mcpURL string, secrets map[string]string, e
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = filepath.Join(root, "test", "e2e")
-	cmd.Env = append(cleanEnv(),
+	cmd.Env = append(harness.CleanEnv(),
 		"AACMCP_URL="+mcpURL,
 		"AACMCP_E2E_TOKENS="+string(tokens),
 		"AACMCP_E2E_EXPECT="+expectFile,
@@ -427,14 +282,14 @@ func checkAudit(t *testing.T, exp []expectation, recs []audit.Record, ids map[st
 // TestSDKClientAgainstServe is issue 2 item 11: the official TypeScript SDK client
 // against `aacmcp serve --dev`, then the audit files.
 func TestSDKClientAgainstServe(t *testing.T) {
-	bin := aacmcpBinary(t)
+	bin := harness.Binary(t)
 	data := t.TempDir()
 	srv := startServe(t, bin, data)
-	secrets := map[string]string{"FULL": srv.full, "READONLY": srv.readOnly}
+	secrets := map[string]string{"FULL": srv.Full, "READONLY": srv.ReadOnly}
 	ids := principals(t, cliRunner(t, bin, nil, "--data", data), secrets)
 
-	exp := runScript(t, "client.mjs", srv.mcpURL, secrets, nil)
-	srv.stop(t)
+	exp := runScript(t, "client.mjs", srv.MCPURL, secrets, nil)
+	stop(t, srv)
 
 	recs, bad, err := file.ReadAll(data)
 	if err != nil {

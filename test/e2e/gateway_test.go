@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"os/exec"
-	"regexp"
+	"errors"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +14,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // TestSDKClientThroughGateway is issue 3 item 9: the same SDK client script through
@@ -25,25 +22,18 @@ import (
 // would invoke them) against dynalite and kinesalite; the audit records, read tools
 // included, are read back from the Kinesis stream.
 func TestSDKClientThroughGateway(t *testing.T) {
-	bin := aacmcpBinary(t)
+	bin := harness.Binary(t)
 	ddb := emulator.StartT(t, emulator.Dynalite)
 	kin := emulator.StartT(t, emulator.Kinesalite)
 	ctx := context.Background()
 	const stream = "aacmcp-audit"
 
 	kc := kinesis.NewFromConfig(kin.AWSConfig())
-	if _, err := kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := kinesis.NewStreamExistsWaiter(kc).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(stream)}, 30*time.Second); err != nil {
+	if err := harness.CreateStream(ctx, kc, stream); err != nil {
 		t.Fatal(err)
 	}
 
-	awsEnv := []string{
-		"AWS_ACCESS_KEY_ID=" + emulator.AccessKey, "AWS_SECRET_ACCESS_KEY=" + emulator.SecretKey,
-		"AWS_REGION=" + emulator.Region, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-		"AWS_EC2_METADATA_DISABLED=true",
-	}
+	awsEnv := harness.AWSEnv()
 	backend := []string{"--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens", "--endpoint-url", ddb.Endpoint}
 	data := t.TempDir() // no SQLite and no audit files may appear here
 	cli := cliRunner(t, bin, awsEnv, append(backend, "--data", data)...)
@@ -78,56 +68,23 @@ func TestSDKClientThroughGateway(t *testing.T) {
 	t.Logf("%d calls made through the gateway, %d records read from Kinesis", len(exp), len(recs))
 }
 
-var gatewayLine = regexp.MustCompile(`^aacmcp gateway serving (http://127\.0\.0\.1:\d+/mcp)`)
-
-// startGateway runs `aacmcp gateway` on a free port and returns its /mcp URL.
+// startGateway runs `aacmcp gateway` on a free port and returns its /mcp URL; the
+// gateway must exit cleanly on SIGTERM at the end of the test.
 func startGateway(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"gateway", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
+	gw, err := harness.Gateway(bin, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := gatewayLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("gateway did not exit cleanly on SIGTERM: %v\nstderr: %s", err, stderr)
-			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
+		switch err := gw.Terminate(20 * time.Second); {
+		case errors.Is(err, harness.ErrTimeout):
 			t.Errorf("gateway did not stop within 20s of SIGTERM")
+		case err != nil:
+			t.Errorf("gateway did not exit cleanly on SIGTERM: %v\nstderr: %s", err, gw.Stderr())
 		}
 	})
-	select {
-	case u := <-urls:
-		return u
-	case err := <-exited:
-		t.Fatalf("gateway exited before listening: %v\nstderr: %s", err, stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("gateway did not listen within 60s\nstderr: %s", stderr)
-	}
-	return ""
+	return gw.MCPURL
 }
 
 // readStream returns every record on the stream, from every shard.

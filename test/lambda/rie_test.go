@@ -6,7 +6,6 @@
 package lambda_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +33,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/gateway"
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	"github.com/aacworkflow/aacmcp/test/harness"
 	"github.com/aacworkflow/aacmcp/test/lambda/lambdatest"
 )
 
@@ -111,24 +111,6 @@ func goBuild(root, out, pkg string) error {
 	return nil
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,7 +123,7 @@ func freePort(t *testing.T) int {
 
 // runRIE runs bootstrap under the emulator bound to loopback and returns its invoke
 // URL and its output (the function's stdout and stderr included).
-func runRIE(t *testing.T, bootstrap string, environ []string) (string, *lockedBuffer) {
+func runRIE(t *testing.T, bootstrap string, environ []string) (string, *harness.Buffer) {
 	t.Helper()
 	port, apiPort := freePort(t), freePort(t)
 	cmd := exec.Command(bins.rie,
@@ -149,7 +131,7 @@ func runRIE(t *testing.T, bootstrap string, environ []string) (string, *lockedBu
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		bootstrap)
 	cmd.Env = append(environ, "AWS_LAMBDA_FUNCTION_TIMEOUT=30")
-	out := &lockedBuffer{}
+	out := &harness.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -315,7 +297,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		}
 	}
 	// Each function printed its metrics as EMF lines, no API call needed.
-	for name, o := range map[string]*lockedBuffer{"mcp": mcpOut, "authorizer": authOut} {
+	for name, o := range map[string]*harness.Buffer{"mcp": mcpOut, "authorizer": authOut} {
 		if !strings.Contains(o.String(), `"CloudWatchMetrics"`) {
 			t.Errorf("%s wrote no EMF line", name)
 		}

@@ -2,7 +2,6 @@ package load
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // fault is what the injecting round tripper does to a request.
@@ -263,7 +263,7 @@ func TestKinesisUnreachable(t *testing.T) {
 	if _, err := kc.CreateStream(ctx, &kinesisapi.CreateStreamInput{StreamName: strPtr("audit"), ShardCount: int32Ptr(1)}); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out harness.Buffer
 	sink := kinesis.New(kc, "audit", kinesis.WithFallback(&out), kinesis.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 		kinesis.WithTimeout(500*time.Millisecond), kinesis.WithAttemptTimeout(200*time.Millisecond))
 	e := newAWSEnv(t, ddb, sink)
@@ -301,23 +301,6 @@ func TestKinesisUnreachable(t *testing.T) {
 		t.Errorf("%d distinct fallback records for %d calls", len(got), calls)
 	}
 	t.Logf("Kinesis unreachable: %d calls answered, %d fallback records", calls, len(got))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func strPtr(s string) *string { return &s }

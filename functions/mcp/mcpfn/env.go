@@ -6,11 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
-	"github.com/aacworkflow/aacmcp/shared/metrics"
 )
 
 // FromEnv builds the function at cold start from its environment:
@@ -19,23 +17,16 @@ import (
 // AACMCP_ALLOWED_ORIGINS, AACMCP_AUTHORIZATION_SERVERS, LOG_LEVEL, and the SDK's own
 // variables. The logger is usable even when err is set, so main can report it.
 func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) (*Function, *slog.Logger, error) {
-	cfg, err := lambdaenv.Load(getenv, lambdaenv.EnvTable, lambdaenv.EnvAuditStream)
-	// Fallback lines printed through the logger (the guard's) count as fallbacks too.
-	logOut := metrics.FallbackWatcher(stdout, metrics.New(stdout, FunctionName))
-	log := lambdaenv.NewLogger(logOut, cfg.LogLevel, FunctionName)
+	env, err := lambdaenv.LoadAudited(ctx, getenv, stdout, FunctionName, lambdaenv.EnvTable, lambdaenv.EnvAuditStream)
 	if err != nil {
-		return nil, log, err
+		return nil, env.Logger, err
 	}
-	awsCfg, err := lambdaenv.AWSConfig(ctx)
-	if err != nil {
-		return nil, log, err
-	}
-	fn, err := Build(ctx, cfg, Deps{
-		DB:      dynamodb.NewFromConfig(awsCfg),
-		Audit:   lambdaenv.AuditSink(kinesis.NewFromConfig(awsCfg), cfg.AuditStream, stdout, FunctionName, log),
-		Secrets: secretsmanager.NewFromConfig(awsCfg),
+	fn, err := Build(ctx, env.Config, Deps{
+		DB:      dynamodb.NewFromConfig(env.AWS),
+		Audit:   env.Audit,
+		Secrets: secretsmanager.NewFromConfig(env.AWS),
 		Stdout:  stdout,
-		Logger:  log,
+		Logger:  env.Logger,
 	})
-	return fn, log, err
+	return fn, env.Logger, err
 }

@@ -1,27 +1,20 @@
 package harness
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	base "github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // Names of the gateway fixture's AWS resources (in the emulators only).
@@ -51,9 +44,8 @@ type Gateway struct {
 
 	bin     string
 	backend []string
-	awsEnv  []string
 	data    string
-	stderr  *lockedBuffer
+	proc    *base.Proc
 }
 
 // ServeGateway returns the package's shared gateway, starting the emulators, the
@@ -68,48 +60,35 @@ func ServeGateway(t testing.TB) *Gateway {
 	return gatewaySrv
 }
 
-var gatewayLine = regexp.MustCompile(`^aacmcp gateway serving (http://127\.0\.0\.1:\d+)/mcp`)
-
 func startGateway(bin string) (*Gateway, error) {
 	ctx := context.Background()
 	ddb, err := emulator.Start(ctx, emulator.Dynalite)
 	if err != nil {
 		return nil, err
 	}
-	atExit(ddb.Stop)
+	base.AtExit(ddb.Stop)
 	kin, err := emulator.Start(ctx, emulator.Kinesalite)
 	if err != nil {
 		return nil, err
 	}
-	atExit(kin.Stop)
+	base.AtExit(kin.Stop)
 
 	kc := kinesis.NewFromConfig(kin.AWSConfig())
-	if _, err := kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(gatewayStream), ShardCount: aws.Int32(1)}); err != nil {
-		return nil, fmt.Errorf("create stream: %w", err)
-	}
-	w := kinesis.NewStreamExistsWaiter(kc, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
-	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(gatewayStream)}, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("wait for stream: %w", err)
+	if err := base.CreateStream(ctx, kc, gatewayStream); err != nil {
+		return nil, err
 	}
 
 	data, err := os.MkdirTemp("", "aacmcp-clients-gateway-")
 	if err != nil {
 		return nil, err
 	}
-	atExit(func() { _ = os.RemoveAll(data) })
+	base.AtExit(func() { _ = os.RemoveAll(data) })
 	g := &Gateway{
 		Stream:  gatewayStream,
 		Kinesis: kc,
 		bin:     bin,
 		backend: []string{"--backend", "dynamodb", "--table", gatewayTable, "--tokens-table", gatewayTokensTable, "--endpoint-url", ddb.Endpoint},
-		// Static emulator credentials, and nothing from the machine's AWS setup.
-		awsEnv: []string{
-			"AWS_ACCESS_KEY_ID=" + emulator.AccessKey, "AWS_SECRET_ACCESS_KEY=" + emulator.SecretKey,
-			"AWS_REGION=" + emulator.Region, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-			"AWS_EC2_METADATA_DISABLED=true",
-		},
-		data:   data,
-		stderr: &lockedBuffer{},
+		data:    data,
 	}
 	steps := [][]string{
 		{"init"},
@@ -125,47 +104,13 @@ func startGateway(bin string) (*Gateway, error) {
 		return nil, err
 	}
 
-	cmd := exec.Command(bin, append(append([]string{"gateway", "--addr", "127.0.0.1:0"}, g.backend...),
+	srv, err := base.Gateway(bin, base.AWSEnv(), append(g.backend,
 		"--data", data, "--audit-stream", gatewayStream, "--kinesis-endpoint-url", kin.Endpoint)...)
-	cmd.Env = append(CleanEnv(), g.awsEnv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = g.stderr
-	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	atExit(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := gatewayLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case g.Base = <-urls:
-	case <-exited:
-		return nil, fmt.Errorf("aacmcp gateway exited before listening\nstderr: %s", g.stderr)
-	case <-time.After(60 * time.Second):
-		return nil, fmt.Errorf("aacmcp gateway did not listen within 60s\nstderr: %s", g.stderr)
-	}
-	g.MCPURL = g.Base + "/mcp"
+	base.AtExit(func() { _ = srv.Terminate(15 * time.Second) })
+	g.Base, g.MCPURL, g.proc = srv.Base, srv.MCPURL, srv.Proc
 	// An issue to read, filed the way a custom client would: POST /tools/{name}.
 	if err := g.seedIssue(); err != nil {
 		return nil, err
@@ -174,7 +119,7 @@ func startGateway(bin string) (*Gateway, error) {
 }
 
 // Logs is the gateway's stderr so far, for failure messages.
-func (g *Gateway) Logs() string { return g.stderr.String() }
+func (g *Gateway) Logs() string { return g.proc.Stderr() }
 
 // Token creates, through the CLI, a token of dev holding exactly scopes.
 func (g *Gateway) Token(t testing.TB, name string, scopes ...string) string {
@@ -187,34 +132,12 @@ func (g *Gateway) Token(t testing.TB, name string, scopes ...string) string {
 }
 
 func (g *Gateway) token(name string, scopes ...string) (string, error) {
-	if len(scopes) == 0 {
-		return "", errors.New("harness: a token needs at least one scope")
-	}
-	out, err := g.cli("token", "create", "--workspace", DevWorkspace, "--user", DevUser,
-		"--scopes", strings.Join(scopes, ","), "--ttl", "1h", "--name", name, "--json")
-	if err != nil {
-		return "", err
-	}
-	var tok struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(out, &tok); err != nil || tok.Token == "" {
-		return "", fmt.Errorf("token create --json printed %s (%v)", out, err)
-	}
-	return tok.Token, nil
+	return createToken(g.cli, name, scopes)
 }
 
 // cli runs an admin command against the emulated tables.
 func (g *Gateway) cli(args ...string) ([]byte, error) {
-	cmd := exec.Command(g.bin, append(append(args, g.backend...), "--data", g.data)...)
-	cmd.Env = append(CleanEnv(), g.awsEnv...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("aacmcp %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
-	}
-	return out, nil
+	return base.CLI(g.bin, base.AWSEnv(), append(append(args, g.backend...), "--data", g.data)...)
 }
 
 func (g *Gateway) seedIssue() error {
@@ -231,7 +154,7 @@ func (g *Gateway) seedIssue() error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("seed issue through the gateway: HTTP %d %s\nstderr: %s", resp.StatusCode, body, g.stderr)
+		return fmt.Errorf("seed issue through the gateway: HTTP %d %s\nstderr: %s", resp.StatusCode, body, g.Logs())
 	}
 	return nil
 }

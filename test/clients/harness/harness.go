@@ -10,16 +10,12 @@
 package harness
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	base "github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // Dev fixture of `serve --dev` (cmd/aacmcp/internal/cli/dev.go).
@@ -36,13 +33,6 @@ const (
 )
 
 var (
-	mu       sync.Mutex
-	cleanups []func()
-
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-
 	serveOnce sync.Once
 	served    *Server
 	serveErr  error
@@ -50,23 +40,7 @@ var (
 
 // Main runs the tests of a package and then stops every process and removes every
 // directory the harness made. Call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	mu.Lock()
-	cs := cleanups
-	cleanups = nil
-	mu.Unlock()
-	for i := len(cs) - 1; i >= 0; i-- {
-		cs[i]()
-	}
-	os.Exit(code)
-}
-
-func atExit(f func()) {
-	mu.Lock()
-	defer mu.Unlock()
-	cleanups = append(cleanups, f)
-}
+func Main(m *testing.M) { base.Main(m) }
 
 // RepoRoot is the module root.
 func RepoRoot(t testing.TB) string {
@@ -113,42 +87,12 @@ func Node22(t testing.TB) string {
 // Binary builds ./cmd/aacmcp once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := emulator.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "aacmcp-clients-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		atExit(func() { _ = os.RemoveAll(dir) })
-		binPath = filepath.Join(dir, "aacmcp")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/aacmcp")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/aacmcp: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return base.Binary(t)
 }
 
-// CleanEnv is the test's environment without AACMCP_* variables, which would change
-// the commands' defaults.
-func CleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AACMCP_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+// CleanEnv is the test's environment without AACMCP_* and LOG_LEVEL variables, which
+// would change the commands' defaults.
+func CleanEnv() []string { return base.CleanEnv() }
 
 // Server is a running `aacmcp serve --dev`.
 type Server struct {
@@ -158,13 +102,8 @@ type Server struct {
 	Full, ReadOnly string
 	Data           string
 	bin            string
-	stderr         *lockedBuffer
+	proc           *base.Proc
 }
-
-var (
-	servingLine = regexp.MustCompile(`^aacmcp serving (http://127\.0\.0\.1:\d+)/mcp$`)
-	tokenLine   = regexp.MustCompile(`^  (full-scope|read-only) token: +(aac_[0-9A-Za-z]+)$`)
-)
 
 // Serve returns the package's shared dev server, starting it on first use.
 func Serve(t testing.TB) *Server {
@@ -182,100 +121,57 @@ func startServe(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	atExit(func() { _ = os.RemoveAll(data) })
-	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data)
-	cmd.Env = CleanEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	s := &Server{Data: data, bin: bin, stderr: &lockedBuffer{}}
-	cmd.Stderr = s.stderr
-	stdout, err := cmd.StdoutPipe()
+	base.AtExit(func() { _ = os.RemoveAll(data) })
+	srv, err := base.Serve(bin, data, "--dev")
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	atExit(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	banner := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		done := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				s.Base = m[1]
-			}
-			if m := tokenLine.FindStringSubmatch(line); m != nil {
-				if m[1] == "full-scope" {
-					s.Full = m[2]
-				} else {
-					s.ReadOnly = m[2]
-				}
-			}
-			if !done && s.Base != "" && s.Full != "" && s.ReadOnly != "" {
-				done = true
-				close(banner)
-			}
-		}
-		if !done {
-			close(banner)
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-banner:
-	case <-time.After(60 * time.Second):
-		return nil, fmt.Errorf("aacmcp serve printed no banner within 60s\nstderr: %s", s.stderr)
-	}
-	if s.Base == "" || s.Full == "" || s.ReadOnly == "" {
-		return nil, fmt.Errorf("aacmcp serve: the banner lacks the URL or a token\nstderr: %s", s.stderr)
-	}
-	s.MCPURL = s.Base + "/mcp"
-	return s, nil
+	base.AtExit(func() { _ = srv.Terminate(15 * time.Second) })
+	return &Server{Base: srv.Base, MCPURL: srv.MCPURL, Full: srv.Full, ReadOnly: srv.ReadOnly, Data: data, bin: bin, proc: srv.Proc}, nil
 }
 
 // Logs is the server's stderr so far, for failure messages.
-func (s *Server) Logs() string { return s.stderr.String() }
+func (s *Server) Logs() string { return s.proc.Stderr() }
 
 // Token creates, through the CLI, a token of the dev user (admin of the dev
 // workspace) holding exactly scopes, and returns its secret.
 func (s *Server) Token(t testing.TB, name string, scopes ...string) string {
 	t.Helper()
-	if len(scopes) == 0 {
-		t.Fatal("harness: a token needs at least one scope")
+	tok, err := createToken(func(args ...string) ([]byte, error) {
+		return base.CLI(s.bin, nil, append(args, "--data", s.Data)...)
+	}, name, scopes)
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := s.CLI(t, "token", "create", "--workspace", DevWorkspace, "--user", DevUser,
+	return tok
+}
+
+// createToken runs `token create` for the dev user through cli and returns the
+// secret.
+func createToken(cli func(args ...string) ([]byte, error), name string, scopes []string) (string, error) {
+	if len(scopes) == 0 {
+		return "", errors.New("harness: a token needs at least one scope")
+	}
+	out, err := cli("token", "create", "--workspace", DevWorkspace, "--user", DevUser,
 		"--scopes", strings.Join(scopes, ","), "--ttl", "1h", "--name", name, "--json")
+	if err != nil {
+		return "", err
+	}
 	var tok struct {
 		Token string `json:"token"`
 	}
 	if err := json.Unmarshal(out, &tok); err != nil || tok.Token == "" {
-		t.Fatalf("token create --json printed %s (%v)", out, err)
+		return "", fmt.Errorf("token create --json printed %s (%v)", out, err)
 	}
-	return tok.Token
+	return tok.Token, nil
 }
 
 // CLI runs an admin command against the server's data folder and returns stdout.
 func (s *Server) CLI(t testing.TB, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(s.bin, append(args, "--data", s.Data)...)
-	cmd.Env = CleanEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := base.CLI(s.bin, nil, append(args, "--data", s.Data)...)
 	if err != nil {
-		t.Fatalf("aacmcp %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
+		t.Fatal(err)
 	}
 	return out
 }
@@ -288,7 +184,7 @@ func Run(t testing.TB, dir string, env []string, timeout time.Duration, name str
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var out lockedBuffer
+	var out base.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -304,21 +200,4 @@ func Run(t testing.TB, dir string, env []string, timeout time.Duration, name str
 		<-done
 		return []byte(out.String()), errors.New(name + ": timed out after " + timeout.String())
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -98,6 +99,23 @@ func Start(ctx context.Context) (*Env, func(), error) {
 		return nil, nil, err
 	}
 	return e, stop, nil
+}
+
+// Main is a TestMain that starts the fixture (within two minutes), sets *env to
+// it, runs the tests and stops the emulators. A fixture that does not start ends
+// the test binary with status 1.
+func Main(m *testing.M, env **Env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	e, stop, err := Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "emulators:", err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	stop()
+	os.Exit(code)
 }
 
 func (e *Env) setup(ctx context.Context) error {

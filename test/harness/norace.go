@@ -1,5 +1,5 @@
 //go:build !race
 
-package server
+package harness
 
 const raceEnabled = false
