@@ -58,6 +58,11 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	  done; \
 	done
 
+.PHONY: bench
+bench: $(NPM_STAMP) ## Benchmark against a bare mcp-go server and the TypeScript SDK; writes bench/REPORT.md
+	npm ci --prefix bench/tspeer --no-audit --no-fund --loglevel=error
+	$(GO) run ./bench/cmd/bench -out bench/REPORT.md
+
 .PHONY: soak
 soak: deps ## The full load and crash tests: 200 clients x 20,000 mixed calls, then kill -9 mid-load
 	$(GO) test -count=1 -timeout 60m -v -run 'TestLoadConsistency|TestCrashRecovery' ./test/load -args -clients 200 -calls 20000

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -35,9 +37,10 @@ const (
 
 // rpcEnvelope is the part of a JSON-RPC message the pre-dispatch needs.
 type rpcEnvelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 // toolCallParams are the params of tools/call.
@@ -196,21 +199,31 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.call = &req
 	}
-	if perr == nil {
-		// A message the protocol layer refuses is refused before enforcement: a
-		// malformed request is a 400, never a scope challenge.
-		if pe := checkProtocol(r.Header, env); pe != nil {
-			writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, pe.code, pe.msg, pe.data))
-			if isCall {
-				e := apperr.New(apperr.InvalidArguments, "malformed tools/call request")
-				h.guard.RecordRejected(r.Context(), *st.call, e)
-				st.invoked = true
-				st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
-			}
-			return
+	// A message the protocol layer refuses is refused before enforcement: a
+	// malformed request is a 400, never a scope challenge.
+	pe := checkContentType(r.Header)
+	if pe == nil && perr == nil {
+		pe = checkProtocol(r.Header, env)
+	}
+	if pe != nil {
+		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, pe.code, pe.msg, pe.data))
+		if isCall {
+			e := apperr.New(apperr.InvalidArguments, "malformed tools/call request")
+			h.guard.RecordRejected(r.Context(), *st.call, e)
+			st.invoked = true
+			st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
 		}
+		return
 	}
 	if isCall && h.refuseEarly(w, r, env.ID, *st.call) {
+		return
+	}
+	if isCall && (plainToolCall(r.Header, env) || !mcpDecodes(body)) {
+		// mcp-go cannot decode these params (arguments holding a number beyond
+		// float64, such as 1e400) and would answer with its decoder's Go text. It is
+		// still a tools/call: the guard, whose decoder keeps numbers exact, answers
+		// it as on REST (invalid_arguments, as a tool error) and audits it once.
+		h.callDirect(w, r, env.ID, *st.call)
 		return
 	}
 
@@ -228,6 +241,50 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		h.guard.RecordRejected(r.Context(), *st.call, e)
 		st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
 	}
+}
+
+// plainToolCall reports whether a tools/call is one that mcp-go would only route to
+// the tool handler and wrap: a JSON body, JSON-RPC 2.0, and a pre-2026-07-28
+// protocol version in the header (whose results mcp-go leaves undecorated). Such a
+// call is answered directly, with its result encoded once (bench/REPORT.md: mcp-go
+// re-compacts the encoded result twice, about 44% of a list_issues call); anything
+// else still goes through mcp-go.
+func plainToolCall(h http.Header, env rpcEnvelope) bool {
+	hv := h.Get(mcp.HeaderProtocolVersion)
+	if env.JSONRPC != mcp.JSONRPC_VERSION || hv == "" || mcp.IsModernProtocol(hv) || !mcp.IsValidProtocolVersion(hv) {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// mcpDecodes reports whether mcp-go can decode body as a tools/call request (it
+// decodes the whole message into mcp.CallToolRequest).
+func mcpDecodes(body []byte) bool {
+	var req mcp.CallToolRequest
+	return json.Unmarshal(body, &req) == nil
+}
+
+// callDirect runs a tools/call through the guard without mcp-go and writes the
+// JSON-RPC response carrying its tool result.
+func (h *handler) callDirect(w http.ResponseWriter, r *http.Request, id json.RawMessage, req guard.Request) {
+	st := stateOf(r.Context())
+	res := h.guard.Call(r.Context(), req)
+	st.invoked = true
+	st.tool, st.outcome = req.Tool, res.Record.Outcome
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if b, ok := toolResponseJSON(id, res); ok {
+		writeRawJSON(w, http.StatusOK, b)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		JSONRPC string              `json:"jsonrpc"`
+		ID      json.RawMessage     `json:"id"`
+		Result  *mcp.CallToolResult `json:"result"`
+	}{"2.0", id, toolResult(res)})
 }
 
 // refuseEarly answers unknown tools and insufficient scopes as JSON-RPC errors (the
@@ -365,4 +422,101 @@ func toolResult(res guard.Result) *mcp.CallToolResult {
 		out.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaIdempotentReplay: true}}
 	}
 	return out
+}
+
+// toolResponseJSON encodes the JSON-RPC response of a successful, first-time tool
+// result with the bytes mcp-go writes for it (keys in its order, strings escaped as
+// encoding/json does), but without re-encoding: res.JSON is already compact JSON,
+// copied once as structuredContent and once, quoted, as the text content. ok is
+// false for results it does not shape (errors, idempotent replays), which take the
+// general path.
+func toolResponseJSON(id json.RawMessage, res guard.Result) (b []byte, ok bool) {
+	if res.Err != nil || res.Replay || len(res.JSON) == 0 {
+		return nil, false
+	}
+	cid, ok := plainID(id)
+	if !ok {
+		return nil, false
+	}
+	text := quoteJSON(res.JSON)
+	const (
+		head = `{"jsonrpc":"2.0","id":`
+		mid  = `,"result":{"content":[{"type":"text","text":`
+		tail = `}],"structuredContent":`
+	)
+	b = make([]byte, 0, len(head)+len(cid)+len(mid)+len(text)+len(tail)+len(res.JSON)+2)
+	b = append(b, head...)
+	b = append(b, cid...)
+	b = append(b, mid...)
+	b = append(b, text...)
+	b = append(b, tail...)
+	b = append(b, res.JSON...)
+	b = append(b, "}}"...)
+	return b, true
+}
+
+// plainID renders a JSON-RPC id as mcp-go echoes it: strings re-encoded by
+// encoding/json (HTML-escaped), integers as written. Other forms (1.0, 1e3, null)
+// are left to the general path, which normalises them its own way.
+func plainID(id json.RawMessage) ([]byte, bool) {
+	t := bytes.Trim(id, " \t\r\n") // JSON's whitespace, no more
+	if len(t) == 0 {
+		return nil, false
+	}
+	if t[0] == '"' {
+		b, err := json.Marshal(json.RawMessage(t))
+		return b, err == nil
+	}
+	digits := bytes.TrimPrefix(t, []byte("-"))
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return nil, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+	}
+	return t, true
+}
+
+// quoteJSON returns b as a JSON string with the bytes json.Marshal(string(b)) gives.
+// b is compact output of encoding/json, where control characters, <, >, & and
+// U+2028/U+2029 only appear already escaped: quoting then needs only a backslash
+// before each '"' and '\\', done here in one pass (encoding/json's general string
+// encoder was 9% of a list_issues call). Any other input takes json.Marshal.
+func quoteJSON(b []byte) []byte {
+	extra := 0
+	for i, c := range b {
+		switch {
+		case c == '"' || c == '\\':
+			extra++
+		case c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f:
+			return marshalString(b)
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			return marshalString(b)
+		}
+	}
+	if !utf8.Valid(b) {
+		return marshalString(b)
+	}
+	out := make([]byte, 0, len(b)+extra+2)
+	out = append(out, '"')
+	last := 0
+	for i, c := range b {
+		if c == '"' || c == '\\' {
+			out = append(out, b[last:i]...)
+			out = append(out, '\\', c)
+			last = i + 1
+		}
+	}
+	out = append(out, b[last:]...)
+	return append(out, '"')
+}
+
+func marshalString(b []byte) []byte {
+	q, err := json.Marshal(string(b))
+	if err != nil { // a string always marshals
+		return []byte(`""`)
+	}
+	return q
 }

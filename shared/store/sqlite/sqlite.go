@@ -50,6 +50,8 @@ type Store struct {
 	now       func() time.Time
 	log       *slog.Logger
 	lastPurge atomic.Int64 // unix nanos of the last purge of expired rows
+
+	usage usageGroup // usage increments waiting to be committed together
 }
 
 var (

@@ -1,0 +1,53 @@
+// Command bare serves the bench's bare mcp-go peer (package bare) on loopback.
+//
+//	bare -issues issues.json [-addr 127.0.0.1:0]
+//
+// issues.json is the bench's peer data file (package fixture): the workspace and
+// its issues in list order. The listening address is
+// printed on stdout as "listening http://ADDR" once the server accepts connections.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/bench/bare"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	file := flag.String("issues", "", "peer data file: workspace and issues in list order")
+	flag.Parse()
+	if err := run(*addr, *file); err != nil {
+		slog.Error("bare peer failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var data struct {
+		Workspace string        `json:"workspace"`
+		Issues    []store.Issue `json:"issues"`
+	}
+	if err := json.Unmarshal(b, &data); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening http://%s\n", ln.Addr())
+	srv := &http.Server{Handler: bare.New(data.Workspace, data.Issues).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return srv.Serve(ln)
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestSequential(t *testing.T) {
+	at := func(start, end int) awsCall {
+		base := time.Unix(0, 0)
+		return awsCall{start: base.Add(time.Duration(start) * time.Millisecond), end: base.Add(time.Duration(end) * time.Millisecond)}
+	}
+	tests := []struct {
+		name  string
+		calls []awsCall
+		want  int
+	}{
+		{"none", nil, 0},
+		{"one", []awsCall{at(0, 30)}, 1},
+		{"two in parallel", []awsCall{at(0, 30), at(1, 32)}, 1},
+		{"two in a row", []awsCall{at(0, 30), at(31, 61)}, 2},
+		{"parallel pair then a chain of three", []awsCall{at(0, 30), at(2, 33), at(34, 64), at(65, 95), at(96, 126)}, 4},
+		{"reads in parallel, audit beside a chain of three", []awsCall{at(0, 30), at(0, 31), at(32, 62), at(32, 63), at(64, 94), at(95, 125)}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sequential(tc.calls); got != tc.want {
+				t.Errorf("sequential = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMedianAndRotate(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	s := []string{"a", "b", "c"}
+	for n, want := range [][]string{{"a", "b", "c"}, {"b", "c", "a"}, {"c", "a", "b"}, {"a", "b", "c"}} {
+		if got := rotate(s, n); !slices.Equal(got, want) {
+			t.Errorf("rotate(%d) = %v, want %v", n, got, want)
+		}
+	}
+	if !slices.Equal(s, []string{"a", "b", "c"}) {
+		t.Error("rotate changed its input")
+	}
+}
+
+func TestPlainListenLine(t *testing.T) {
+	for line, want := range map[string]string{
+		"listening http://127.0.0.1:4242":                 "http://127.0.0.1:4242",
+		"aacmcp serving http://127.0.0.1:39001/mcp":       "http://127.0.0.1:39001",
+		"aacmcp serving http://0.0.0.0:1/mcp":             "",
+		"time=... msg=listening url=http://127.0.0.1:5/x": "",
+	} {
+		got := ""
+		if m := listenRE.FindStringSubmatch(line); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("%q: got %q, want %q", line, got, want)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// coldStart measures, for functions/mcp and the bare mcp-go Lambda, the time from
+// starting the Runtime Interface Emulator (which starts the function at its first
+// invoke) to the answer of an API Gateway event carrying MCP initialize; 10 fresh
+// starts each, interleaved. It also records the init duration the emulator reports
+// and the stripped arm64 binary sizes.
+func (b *bench) coldStart(ctx context.Context) error {
+	event, err := os.ReadFile(filepath.Join(b.root, "events", "apigw", "01-initialize.json"))
+	if err != nil {
+		return err
+	}
+	env := []string{
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
+		"AWS_EC2_METADATA_DISABLED=true",
+		// initialize touches neither; unreachable endpoints make sure of it.
+		"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:9",
+		"AACMCP_TABLE=bench-main", "AACMCP_TOKENS_TABLE=bench-tokens", "AACMCP_AUDIT_STREAM=bench-audit",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=30", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+	}
+	type fn struct{ name, bin string }
+	fns := []fn{{"functions/mcp", b.bins.mcpLambda}, {"bare mcp-go Lambda", b.bins.bareLambda}}
+	const starts = 10
+	total := map[string][]float64{}
+	inits := map[string][]float64{}
+	var ratios []float64
+	for i := range starts {
+		round := map[string]float64{}
+		for _, f := range rotate(fns, i) {
+			d, initMS, err := b.oneColdStart(ctx, f.bin, env, event)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			total[f.name] = append(total[f.name], float64(d))
+			if initMS > 0 {
+				inits[f.name] = append(inits[f.name], initMS)
+			}
+			round[f.name] = float64(d)
+		}
+		ratios = append(ratios, round[fns[0].name]/round[fns[1].name])
+	}
+	sec := reportSection("3. Lambda cold start under the Runtime Interface Emulator",
+		fmt.Sprintf("Each start launches a fresh `aws-lambda-rie` (the version go.mod pins) with the bootstrap "+
+			"built as deployed (linux, CGO off, `-tags lambda.norpc -trimpath -ldflags \"-s -w\"`, host arch), "+
+			"waits for its port, and POSTs events/apigw/01-initialize.json (API Gateway REST proxy event with MCP "+
+			"initialize); the time runs from the emulator's process start to the response (the function itself "+
+			"starts at that first invoke). %d fresh starts each, interleaved; medians. Init duration is the "+
+			"figure the emulator reports for the function's init phase.", starts),
+		[]string{"function", "start to initialize answer (median)", "all starts", "init duration (median)"})
+	for _, f := range fns {
+		var all []string
+		for _, v := range total[f.name] {
+			all = append(all, dur(v))
+		}
+		initS := "not reported"
+		if len(inits[f.name]) > 0 {
+			initS = fmt.Sprintf("%.1f ms", median(inits[f.name]))
+		}
+		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(median(total[f.name])), fmt.Sprint(all), initS})
+	}
+	r := median(ratios)
+	b.addGoal("3. cold start vs bare mcp-go Lambda", "<= 1.5x", fmt.Sprintf("%.2fx", r), r <= 1.5, "")
+
+	sizes := [][2]string{{"functions/mcp (arm64, stripped)", b.bins.mcpLambdaArm}, {"bare mcp-go Lambda (arm64, stripped)", b.bins.bareLambdaArm}}
+	sec.After = append(sec.After, "Binary sizes, built with `GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags \"-s -w\"`:")
+	tbl := "| binary | size |\n|---|---|\n"
+	for i, s := range sizes {
+		st, err := os.Stat(s[1])
+		if err != nil {
+			return err
+		}
+		mb := float64(st.Size()) / (1 << 20)
+		tbl += fmt.Sprintf("| %s | %.1f MiB (%d bytes) |\n", s[0], mb, st.Size())
+		if i == 0 {
+			b.addGoal("3. functions/mcp arm64 binary, stripped", "<= 15 MB", fmt.Sprintf("%.1f MiB", mb), st.Size() <= 15_000_000, "")
+		}
+	}
+	sec.After = append(sec.After, tbl)
+	b.rep.Sections = append(b.rep.Sections, sec)
+	return nil
+}
+
+var initRE = regexp.MustCompile(`Init Duration: ([0-9.]+) ms|"?durationMs"?[:=] ?([0-9.]+)`)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// oneColdStart runs one fresh emulator with bin and returns the time from its start
+// to the initialize answer, and the init duration it reported (0 if none).
+func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, event []byte) (time.Duration, float64, error) {
+	port, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	apiPort, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	out := &syncBuf{}
+	cmd := exec.Command(b.bins.rie,
+		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), bin)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-done:
+			return 0, 0, fmt.Errorf("emulator exited: %s", out.String())
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Since(start) > 20*time.Second {
+			return 0, 0, fmt.Errorf("emulator did not listen: %s", out.String())
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/2015-03-31/functions/function/invocations", bytes.NewReader(event))
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`protocolVersion`)) || !bytes.Contains(body, []byte(`"statusCode":200`)) {
+		return 0, 0, fmt.Errorf("initialize answered %d: %.400s\n%s", resp.StatusCode, body, out.String())
+	}
+	// The emulator prints its report lines after the response; give it a moment.
+	var initMS float64
+	for range 50 {
+		if m := initRE.FindStringSubmatch(out.String()); m != nil {
+			v := m[1]
+			if v == "" {
+				v = m[2]
+			}
+			initMS, _ = strconv.ParseFloat(v, 64)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return elapsed, initMS, nil
+}

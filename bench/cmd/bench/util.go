@@ -1,0 +1,31 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/aacworkflow/aacmcp/bench/fixture"
+	"github.com/aacworkflow/aacmcp/bench/report"
+)
+
+func readPeerFile(path string) (fixture.PeerFile, error) {
+	var pf fixture.PeerFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return pf, err
+	}
+	return pf, json.Unmarshal(b, &pf)
+}
+
+func reportSection(title, text string, header []string) report.Section {
+	return report.Section{Title: title, Text: []string{text}, Table: report.Table{Header: header}}
+}
+
+// addGoal records a goal; note is shown only when it is missed.
+func (b *bench) addGoal(name, target, measured string, ok bool, note string) {
+	g := report.Goal{Name: name, Target: target, Measured: measured, Status: report.Check(ok)}
+	if !ok {
+		g.Note = note
+	}
+	b.rep.Goals = append(b.rep.Goals, g)
+}
