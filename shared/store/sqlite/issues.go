@@ -169,49 +169,6 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 	return is, nil
 }
 
-func sameAssignee(a, b *store.Assignee) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
-}
-
-// applyPatch returns cur with p applied and whether anything differs.
-func applyPatch(cur store.Issue, p store.IssuePatch) (store.Issue, bool) {
-	next := cur
-	changed := false
-	set := func(dst *string, v *string) {
-		if v != nil && *v != *dst {
-			*dst = *v
-			changed = true
-		}
-	}
-	set(&next.Title, p.Title)
-	set(&next.Description, p.Description)
-	set(&next.Status, p.Status)
-	set(&next.Priority, p.Priority)
-	if p.Labels != nil {
-		l := *p.Labels
-		if l == nil {
-			l = []string{}
-		}
-		if !slices.Equal(l, cur.Labels) {
-			next.Labels = slices.Clone(l)
-			changed = true
-		}
-	}
-	if p.Assignee != nil && !sameAssignee(*p.Assignee, cur.Assignee) {
-		if a := *p.Assignee; a != nil {
-			cp := *a
-			next.Assignee = &cp
-		} else {
-			next.Assignee = nil
-		}
-		changed = true
-	}
-	return next, changed
-}
-
 // UpdateIssue implements store.Writer.
 func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.IssuePatch) (store.Issue, bool, error) {
 	var out store.Issue
@@ -221,7 +178,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		if err != nil {
 			return err
 		}
-		next, ch := applyPatch(cur, p)
+		next, ch := p.Apply(cur)
 		if !ch {
 			// A repeat of an applied update: succeed without writing, whatever the
 			// expected version says (DESIGN.md 1a).
