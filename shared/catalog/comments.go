@@ -171,28 +171,17 @@ func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
 		return nil, err
 	}
 	ws := c.Principal.WorkspaceID
-	cm, err := q.GetComment(ctx, ws, a.CommentID)
-	switch {
-	case err == nil:
-		if !mayDelete(c, cm.Author) {
-			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the comment's author can delete it")
-		}
-		res, err := q.DeleteComment(ctx, ws, cm.ID)
-		if err != nil {
-			return nil, err
-		}
-		return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
-	case apperr.Is(err, apperr.NotFound):
-		// A repeat: the tombstone answers, judged like the delete itself (see deleteIssue).
-		res, err := q.GetTombstone(ctx, ws, "comment", a.CommentID)
-		if err != nil {
-			return nil, err
-		}
-		if !mayDelete(c, res.Owner) {
-			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the comment's author can delete it")
-		}
-		return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
-	default:
+	id, err := runDelete(ctx, c, q, deleteTarget{
+		kind: "comment", ref: a.CommentID,
+		denied: "only a workspace admin or the comment's author can delete it",
+		find: func(ctx context.Context) (string, string, error) {
+			cm, err := q.GetComment(ctx, ws, a.CommentID)
+			return cm.ID, cm.Author, err
+		},
+		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteComment(ctx, ws, id) },
+	})
+	if err != nil {
 		return nil, err
 	}
+	return deleteCommentResult{Deleted: true, CommentID: id}, nil
 }

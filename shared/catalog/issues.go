@@ -331,35 +331,61 @@ func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 		return nil, err
 	}
 	ws := c.Principal.WorkspaceID
-	iss, err := q.GetIssue(ctx, ws, a.IssueID)
-	switch {
-	case err == nil:
-		// The spec's order: existence (above), then permission, then the delete.
-		if !mayDelete(c, iss.CreatedBy) {
-			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the issue's creator can delete it")
-		}
-		// By UUID, not by what the caller typed: the key is resolved once, above.
-		res, err := q.DeleteIssue(ctx, ws, iss.ID)
-		if err != nil {
-			return nil, err
-		}
-		return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
-	case apperr.Is(err, apperr.NotFound):
-		// Gone or never there: a tombstone answers a repeat with the first result, and
-		// the repeat is judged by the same rule as the delete (DESIGN.md 1a). The
-		// tombstone is only read, never deleted through: an issue created under the same
-		// key since the lookup above must not be deleted without its permission check.
-		res, err := q.GetTombstone(ctx, ws, "issue", a.IssueID)
-		if err != nil {
-			return nil, err
-		}
-		if !mayDelete(c, res.Owner) {
-			return nil, apperr.New(apperr.PermissionDenied, "only a workspace admin or the issue's creator can delete it")
-		}
-		return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
-	default:
+	id, err := runDelete(ctx, c, q, deleteTarget{
+		kind: "issue", ref: a.IssueID,
+		denied: "only a workspace admin or the issue's creator can delete it",
+		find: func(ctx context.Context) (string, string, error) {
+			iss, err := q.GetIssue(ctx, ws, a.IssueID)
+			return iss.ID, iss.CreatedBy, err
+		},
+		// By UUID, not by what the caller typed: the key was resolved once, by find.
+		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteIssue(ctx, ws, id) },
+	})
+	if err != nil {
 		return nil, err
 	}
+	return deleteIssueResult{Deleted: true, IssueID: id}, nil
+}
+
+// deleteTarget is what runDelete needs to know of one delete tool's item.
+type deleteTarget struct {
+	kind   string // the tombstone kind: "issue" or "comment"
+	ref    string // the id (or key) the caller gave
+	denied string // the permission_denied message
+	// find returns the live item's id and owner, or not_found.
+	find func(ctx context.Context) (id, owner string, err error)
+	// remove deletes the live item by its id.
+	remove func(ctx context.Context, id string) (store.DeleteResult, error)
+}
+
+// runDelete is the spec's order for a destructive tool: existence, then permission,
+// then the delete. A repeat (the item is gone) is answered from the tombstone alone and
+// judged by the same rule (DESIGN.md 1a: the first result again). It never deletes on
+// that path, so an item created under the same key since find looked cannot be deleted
+// without its permission check.
+func runDelete(ctx context.Context, c Call, q store.Queries, t deleteTarget) (string, error) {
+	id, owner, err := t.find(ctx)
+	switch {
+	case apperr.Is(err, apperr.NotFound):
+		res, err := q.GetTombstone(ctx, c.Principal.WorkspaceID, t.kind, t.ref)
+		if err != nil {
+			return "", err
+		}
+		if !mayDelete(c, res.Owner) {
+			return "", apperr.New(apperr.PermissionDenied, t.denied)
+		}
+		return res.ID, nil
+	case err != nil:
+		return "", err
+	}
+	if !mayDelete(c, owner) {
+		return "", apperr.New(apperr.PermissionDenied, t.denied)
+	}
+	res, err := t.remove(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return res.ID, nil
 }
 
 // mayDelete: admins delete anything, members what they created or wrote. The guard has
