@@ -1,6 +1,9 @@
 package store
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Apply returns cur with the patch applied and whether anything differs. It is the
 // no-op rule of Writer.UpdateIssue, shared by every backend so that "the values already
@@ -46,4 +49,25 @@ func SameAssignee(a, b *Assignee) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
+}
+
+// Issue is the issue in.Create* stores: version 1, created and updated at created, and
+// labels never nil on the wire. Backends add the id and key they allocate.
+func (in NewIssue) Issue(created time.Time) Issue {
+	is := Issue{
+		ID:          in.ID,
+		Title:       in.Title,
+		Description: in.Description,
+		Status:      in.Status,
+		Priority:    in.Priority,
+		Labels:      slices.Clone(in.Labels),
+		CreatedBy:   in.CreatedBy,
+		CreatedAt:   created,
+		UpdatedAt:   created,
+		Version:     1,
+	}
+	if is.Labels == nil {
+		is.Labels = []string{}
+	}
+	return is
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestIssuePatchApply(t *testing.T) {
@@ -38,5 +39,21 @@ func TestIssuePatchApply(t *testing.T) {
 				t.Errorf("Apply touched the version or the input: next %+v, cur %+v", next, cur)
 			}
 		})
+	}
+}
+
+func TestNewIssueIssue(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	in := NewIssue{ID: "id", Title: "t", Status: "open", Priority: "low", CreatedBy: "u"}
+	is := in.Issue(at)
+	if is.Version != 1 || !is.CreatedAt.Equal(at) || !is.UpdatedAt.Equal(at) || is.Labels == nil || len(is.Labels) != 0 ||
+		is.ID != "id" || is.Title != "t" || is.CreatedBy != "u" || is.Assignee != nil || is.CommentCount != 0 {
+		t.Errorf("Issue() = %+v", is)
+	}
+	in.Labels = []string{"a"}
+	is = in.Issue(at)
+	in.Labels[0] = "changed"
+	if is.Labels[0] != "a" {
+		t.Errorf("Issue() shares the caller's label slice: %v", is.Labels)
 	}
 }

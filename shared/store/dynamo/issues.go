@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -167,21 +166,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		}
 	}
 	created := s.orNow(in.CreatedAt)
-	is := store.Issue{
-		ID:          in.ID,
-		Title:       in.Title,
-		Description: in.Description,
-		Status:      in.Status,
-		Priority:    in.Priority,
-		Labels:      slices.Clone(in.Labels),
-		CreatedBy:   in.CreatedBy,
-		CreatedAt:   created,
-		UpdatedAt:   created,
-		Version:     1,
-	}
-	if is.Labels == nil {
-		is.Labels = []string{}
-	}
+	is := in.Issue(created)
 	for range maxAllocAttempts {
 		prefix, n, err := s.allocateIssueNumber(ctx, ws, in.ID)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -113,21 +112,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 	if err != nil {
 		return store.Issue{}, apperr.Internal(err)
 	}
-	is := store.Issue{
-		ID:          in.ID,
-		Title:       in.Title,
-		Description: in.Description,
-		Status:      in.Status,
-		Priority:    in.Priority,
-		Labels:      slices.Clone(in.Labels),
-		CreatedBy:   in.CreatedBy,
-		CreatedAt:   created,
-		UpdatedAt:   created,
-		Version:     1,
-	}
-	if is.Labels == nil {
-		is.Labels = []string{}
-	}
+	is := in.Issue(created)
 	err = s.write(ctx, func(x q) error {
 		var seq int64
 		var prefix string
