@@ -100,17 +100,9 @@ func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	if checkWS(ws) != nil || !validPart(r.ID) {
 		return store.AutopilotRun{}, notFound("autopilot run")
 	}
-	ref, err := s.get(ctx, s.table, key(runRefPK(ws, r.ID), skMeta), op)
+	issueID, err := s.follow(ctx, s.table, key(runRefPK(ws, r.ID), skMeta), "issue_id", "autopilot run", op)
 	if err != nil {
 		return store.AutopilotRun{}, err
-	}
-	if ref == nil {
-		return store.AutopilotRun{}, notFound("autopilot run")
-	}
-	d := decoder{it: ref}
-	issueID := d.str("issue_id")
-	if d.err != nil || !validPart(issueID) {
-		return store.AutopilotRun{}, fail(op, errors.Join(d.err, errors.New("run lookup without issue id")))
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),

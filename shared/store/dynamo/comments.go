@@ -140,17 +140,9 @@ func (s *Store) GetComment(ctx context.Context, ws, commentID string) (store.Com
 	if checkWS(ws) != nil || !validPart(commentID) {
 		return store.Comment{}, notFound("comment")
 	}
-	ref, err := s.get(ctx, s.table, key(commentRefPK(ws, commentID), skMeta), op)
+	issueID, err := s.follow(ctx, s.table, key(commentRefPK(ws, commentID), skMeta), "issue_id", "comment", op)
 	if err != nil {
 		return store.Comment{}, err
-	}
-	if ref == nil {
-		return store.Comment{}, notFound("comment")
-	}
-	d := decoder{it: ref}
-	issueID := d.str("issue_id")
-	if !validPart(issueID) {
-		return store.Comment{}, fail(op, errors.Join(d.err, errors.New("comment lookup without issue id")))
 	}
 	ck, ik := key(issuePK(ws, issueID), skComment+commentID), key(issuePK(ws, issueID), skMeta)
 	got, err := s.batchGet(ctx, s.table, []item{ck, ik}, op)

@@ -339,6 +339,25 @@ func (s *Store) get(ctx context.Context, table string, k item, op string) (item,
 	return out.Item, nil
 }
 
+// follow reads the lookup item k and returns the key part its attribute attr points to
+// (a comment's issue id, a run's issue id, a token id's hash): not_found naming what when
+// the lookup item is absent, an internal error when it is malformed.
+func (s *Store) follow(ctx context.Context, table string, k item, attr, what, op string) (string, error) {
+	ref, err := s.get(ctx, table, k, op)
+	if err != nil {
+		return "", err
+	}
+	if ref == nil {
+		return "", notFound(what)
+	}
+	d := decoder{it: ref}
+	v := d.str(attr)
+	if d.err != nil || !validPart(v) {
+		return "", fail(op, errors.Join(d.err, fmt.Errorf("%s lookup without %s", what, attr)))
+	}
+	return v, nil
+}
+
 // batchGet reads up to 100 keys of one table consistently, retrying unprocessed keys.
 // Results come keyed by "PK/SK".
 func (s *Store) batchGet(ctx context.Context, table string, keys []item, op string) (map[string]item, error) {

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -182,17 +181,9 @@ func (s *Store) UpdateTokenRevoked(ctx context.Context, tokenID string, at time.
 	if !validPart(tokenID) {
 		return auth.TokenRecord{}, notFound("token")
 	}
-	idIt, err := s.get(ctx, s.tokensTable, key(tokenIDPK(tokenID), skTokenID), op)
+	hash, err := s.follow(ctx, s.tokensTable, key(tokenIDPK(tokenID), skTokenID), "hash", "token", op)
 	if err != nil {
 		return auth.TokenRecord{}, err
-	}
-	if idIt == nil {
-		return auth.TokenRecord{}, notFound("token")
-	}
-	d := decoder{it: idIt}
-	hash := d.str("hash")
-	if d.err != nil || !validPart(hash) {
-		return auth.TokenRecord{}, fail(op, errors.Join(d.err, errors.New("token id item without hash")))
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.tokensTable),
