@@ -262,22 +262,11 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	}
 	k := rec.IdempotencyKey
 	return s.write(ctx, func(x q) error {
-		res, err := x.exec(`UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
+		return x.execOne("idempotency record", `UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
 			expires_at = COALESCE(?, expires_at)
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?`,
 			rec.State, rec.ArgsDigest, slices.Clip(rec.Result), rec.ResourceID, expires,
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, nanos(s.now()))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound("idempotency record")
-		}
-		return nil
 	})
 }
 

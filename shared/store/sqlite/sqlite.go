@@ -242,6 +242,23 @@ func (x q) exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(x.ctx, args...)
 }
 
+// execOne runs a statement that must change a row; a change to none is not_found
+// naming what.
+func (x q) execOne(what, query string, args ...any) error {
+	res, err := x.exec(query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound(what)
+	}
+	return nil
+}
+
 func (x q) query(query string, args ...any) (*sql.Rows, error) {
 	st, err := x.stmt(query)
 	if err != nil {

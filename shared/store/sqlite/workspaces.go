@@ -94,18 +94,7 @@ func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member,
 // DeleteMember implements store.Writer.
 func (s *Store) DeleteMember(ctx context.Context, ws, user string) error {
 	return s.write(ctx, func(x q) error {
-		res, err := x.exec(`DELETE FROM members WHERE workspace_id = ? AND user_id = ?`, ws, user)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound("member")
-		}
-		return nil
+		return x.execOne("member", `DELETE FROM members WHERE workspace_id = ? AND user_id = ?`, ws, user)
 	})
 }
 
