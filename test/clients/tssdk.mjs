@@ -16,13 +16,12 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
+import { test, runTests, finish } from '../runner.mjs';
 
 const url = new URL(process.env.AACMCP_URL);
 const catalog = JSON.parse(process.env.AACMCP_TOOLS);
 const CONFIRM = { error: 'confirm: true required for destructive operations', code: 'destructive_flag_missing' };
 
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
 
 async function connect(token) {
   const client = new Client({ name: 'aacmcp-tssdk-test', version: '1.0.0' });
@@ -159,17 +158,5 @@ test('the SDK steps up on 403 insufficient_scope: it asks for exactly the challe
   }
 });
 
-let passed = 0;
-let failed = 0;
-for (const t of tests) {
-  try {
-    await t.fn();
-    passed++;
-    console.log(`ok    ${t.name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL  ${t.name}\n      ${String(e?.stack ?? e).split('\n').join('\n      ')}`);
-  }
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+const counts = await runTests();
+finish(counts);

@@ -25,6 +25,7 @@ import {
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { test, runTests, finish } from '../runner.mjs';
 
 // The spec's tool table (seeds/mcp-tool-annotations.en.md, DESIGN.md section 2),
 // hard-coded on purpose: the server must agree with the spec, not with itself.
@@ -70,8 +71,6 @@ function required(name) {
 
 // ---- tiny sequential test runner ----------------------------------------------------
 
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
 
 // ---- connections and calls ------------------------------------------------------------
 
@@ -503,19 +502,7 @@ test('a revoked token is refused with 401 and a challenge', async () => {
 
 // ---- run ------------------------------------------------------------------------------
 
-let passed = 0;
-let failed = 0;
-for (const t of tests) {
-  try {
-    await t.fn();
-    passed++;
-    console.log(`ok    ${t.name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL  ${t.name}\n      ${String(e?.stack ?? e).split('\n').join('\n      ')}`);
-  }
-}
+const counts = await runTests();
 for (const c of connections.values()) await c.client.close().catch(() => {});
 writeFileSync(expectPath, JSON.stringify(expectations, null, 1));
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish(counts);

@@ -90,7 +90,7 @@ func (m *memFailures) AddFailure(_ context.Context, ip string, _ time.Time) erro
 	return nil
 }
 
-// TestHandleDecisions covers the decisions with a stub verifier (the real verifier
+// TestHandleDecisions covers the decisions with an in-memory verifier (the real verifier
 // against DynamoDB is exercised by the golden event tests).
 func TestHandleDecisions(t *testing.T) {
 	good, _, err := auth.Mint()

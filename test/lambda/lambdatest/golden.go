@@ -29,12 +29,12 @@ var fixedIDs = map[string]bool{
 
 // Normalize replaces run-dependent values in s.
 func Normalize(s string) string {
-	keep := func(placeholder string) func(string) string {
+	keep := func(replacement string) func(string) string {
 		return func(m string) string {
 			if fixedIDs[m] || isEventRequestID(m) {
 				return m
 			}
-			return placeholder
+			return replacement
 		}
 	}
 	s = timeRE.ReplaceAllString(s, "<TIME>")
