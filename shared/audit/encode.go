@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -69,10 +68,41 @@ const (
 	OutcomeError   = string(apperr.OutcomeError)
 )
 
-var (
-	ulidPattern   = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
-	sha256Pattern = regexp.MustCompile(`^(|[0-9a-f]{64})$`)
-)
+// isULID reports whether s matches ^[0-7][0-9A-HJKMNP-TV-Z]{25}$: 26 characters of
+// Crockford's base 32 (no I, L, O or U), the first at most 7 so that the 130 bits fit
+// ULID's 128. Checked by hand rather than by regexp because every sink validates
+// every record on the request path.
+func isULID(s string) bool {
+	if len(s) != 26 || s[0] < '0' || s[0] > '7' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9', 'A' <= c && c <= 'Z' && c != 'I' && c != 'L' && c != 'O' && c != 'U':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isSHA256OrEmpty reports whether s matches ^(|[0-9a-f]{64})$: empty, or a SHA-256
+// in lowercase hex.
+func isSHA256OrEmpty(s string) bool {
+	if len(s) == 0 {
+		return true
+	}
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate reports the first way r breaks the record schema that code relies on:
 // an event id that is not a ULID, a timestamp the partitioner cannot read, an unknown
@@ -80,7 +110,7 @@ var (
 // the full contract; this is the part a sink must check before it files a record.
 func (r Record) Validate() error {
 	switch {
-	case !ulidPattern.MatchString(r.EventID):
+	case !isULID(r.EventID):
 		return fmt.Errorf("audit: event_id %q is not a ULID", r.EventID)
 	case r.EventVersion == "":
 		return errors.New("audit: event_version is empty")
@@ -90,7 +120,7 @@ func (r Record) Validate() error {
 		return fmt.Errorf("audit: reason %q is not an error code", r.Reason)
 	case r.Transport != TransportMCP && r.Transport != TransportREST:
 		return fmt.Errorf("audit: transport %q is not mcp or rest", r.Transport)
-	case !sha256Pattern.MatchString(r.ArgsSHA256):
+	case !isSHA256OrEmpty(r.ArgsSHA256):
 		return fmt.Errorf("audit: args_sha256 %q is not a lowercase hex SHA-256", r.ArgsSHA256)
 	case r.DurationMS < 0:
 		return fmt.Errorf("audit: duration_ms %d is negative", r.DurationMS)
@@ -109,20 +139,11 @@ func (r Record) Hour() (time.Time, error) {
 	return t.Truncate(time.Hour), nil
 }
 
-// MarshalLine encodes r as one JSON line ending in '\n', the form every sink writes.
-// Nil slices are written as [] so that consumers see the schema's arrays, never null.
+// MarshalLine encodes r as one JSON line ending in '\n', the form every sink writes
+// (see AppendLine). The error is always nil: every Record has an encoding. It stays in
+// the signature for the callers written against encoding/json.
 func MarshalLine(r Record) ([]byte, error) {
-	if r.ScopesProvided == nil {
-		r.ScopesProvided = []string{}
-	}
-	if r.ScopesRequired == nil {
-		r.ScopesRequired = []string{}
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("audit: encode record: %w", err)
-	}
-	return append(b, '\n'), nil
+	return AppendLine(nil, r), nil
 }
 
 // UnmarshalLine decodes one JSON line written by MarshalLine (a trailing newline is
