@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -19,140 +18,18 @@ func validDate(d string) bool {
 	return err == nil
 }
 
-// UpdateUsage implements store.Writer. An EventID already counted (within a day) is
-// dropped, so a retried call does not count twice.
-//
-// Every tool call counts usage, so under concurrent calls the increments queue for
-// the single write connection. They are committed in groups: the first caller to
-// find no commit under way leads, takes every increment queued by then (its own
-// included) into one transaction, answers each caller, and hands the lead to the
-// first caller queued behind it. Each caller still returns only once its own
-// increment is committed; a group that fails is retried one increment at a time, so
-// one bad increment cannot fail the others.
-func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
-	if u.WorkspaceID == "" {
-		return apperr.New(apperr.InvalidArguments, "usage needs a workspace")
-	}
-	if !validDate(u.Date) {
-		return apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
-	}
-	r := &usageReq{u: u, done: make(chan error, 1), lead: make(chan struct{}, 1)}
-	switch apperr.Outcome(u.Outcome) {
-	case apperr.OutcomeSuccess:
-	case apperr.OutcomeDenied:
-		r.denied = 1
-	case apperr.OutcomeError:
-		r.errs = 1
-	default:
-		return apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
-	}
-	g := &s.usage
-	g.mu.Lock()
-	g.queue = append(g.queue, r)
-	leader := !g.busy
-	g.busy = true
-	g.mu.Unlock()
-	if !leader {
-		// Not abandoned on ctx: a caller may be handed the lead, which must be taken.
-		select {
-		case err := <-r.done:
-			return err
-		case <-r.lead:
-		}
-	}
-	g.mu.Lock()
-	batch := g.queue
-	g.queue = nil
-	g.mu.Unlock()
-
-	// One caller giving up must not fail the increments of the others.
-	wctx := context.WithoutCancel(ctx)
-	err := s.write(wctx, func(x q) error { return applyUsage(x, s.now(), batch) })
-	for _, b := range batch {
-		if err != nil && len(batch) > 1 {
-			b.done <- s.write(wctx, func(x q) error { return applyUsage(x, s.now(), []*usageReq{b}) })
-		} else {
-			b.done <- err
-		}
-	}
-
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		g.queue[0].lead <- struct{}{}
-	} else {
-		g.busy = false
-	}
-	g.mu.Unlock()
-	return <-r.done
-}
-
-// usageGroup is the queue of UpdateUsage calls waiting for a group commit.
-type usageGroup struct {
-	mu    sync.Mutex
-	queue []*usageReq
-	busy  bool // a leader is committing; queued callers wait for it
-}
-
-type usageReq struct {
-	u            store.UsageIncrement
-	denied, errs int
-	done         chan error    // the outcome of this increment
-	lead         chan struct{} // this caller now leads the next group
-}
-
-// applyUsage counts the increments of reqs whose event was not counted before, one
-// upsert per workspace, day and tool.
-func applyUsage(x q, now time.Time, reqs []*usageReq) error {
-	type key struct{ ws, date, tool string }
-	type sum struct{ calls, denied, errs int }
-	sums := map[key]*sum{}
-	var order []key
-	for _, r := range reqs {
-		u := r.u
-		if u.EventID != "" {
-			res, err := x.exec(`INSERT OR IGNORE INTO usage_events (event_id, expires_at) VALUES (?, ?)`,
-				u.EventID, nanos(now.Add(usageEventTTL)))
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				continue // counted before
-			}
-		}
-		k := key{u.WorkspaceID, u.Date, u.Tool}
-		sm := sums[k]
-		if sm == nil {
-			sm = &sum{}
-			sums[k] = sm
-			order = append(order, k)
-		}
-		sm.calls++
-		sm.denied += r.denied
-		sm.errs += r.errs
-	}
-	for _, k := range order {
-		sm := sums[k]
-		if _, err := x.exec(`INSERT INTO usage_daily (workspace_id, date, tool, calls, denied, errors) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (workspace_id, date, tool) DO UPDATE SET
-				calls = calls + excluded.calls, denied = denied + excluded.denied, errors = errors + excluded.errors`,
-			k.ws, k.date, k.tool, sm.calls, sm.denied, sm.errs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ListUsage implements store.Reader: one range scan of the primary key.
+// ListUsage implements store.Reader: one range scan of the primary key, after the
+// increments still queued in this process are committed.
 func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
 	if !validDate(from) || !validDate(to) {
 		return nil, apperr.New(apperr.InvalidArguments, "dates must be YYYY-MM-DD")
 	}
 	if from > to {
 		return nil, apperr.New(apperr.InvalidArguments, "from must not be after to")
+	}
+	// Read your writes: increments this process has accepted are committed first.
+	if err := s.FlushUsage(ctx); err != nil {
+		return nil, s.fail(err)
 	}
 	rows, err := s.read(ctx).query(`SELECT date, tool, calls, denied, errors FROM usage_daily
 		WHERE workspace_id = ? AND date BETWEEN ? AND ? ORDER BY date, tool`, ws, from, to)

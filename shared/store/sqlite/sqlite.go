@@ -51,7 +51,7 @@ type Store struct {
 	log       *slog.Logger
 	lastPurge atomic.Int64 // unix nanos of the last purge of expired rows
 
-	usage usageGroup // usage increments waiting to be committed together
+	usage usageQueue // usage increments accepted and not yet committed (usage.go)
 }
 
 var (
@@ -145,6 +145,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s.rstmts = newStmtCache(s.rdb)
+	if err := s.startUsage(ctx); err != nil {
+		s.wdb.Close()
+		s.rdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	return s, nil
 }
 
@@ -156,9 +161,10 @@ func cloneValues(v url.Values) url.Values {
 	return c
 }
 
-// Close closes both pools and the statements prepared on them. It waits for a
-// running write transaction to end.
+// Close commits the queued usage increments, then closes both pools and the
+// statements prepared on them. It waits for a running write transaction to end.
 func (s *Store) Close() error {
+	usageErr := s.stopUsage()
 	s.wsem <- struct{}{}
 	defer func() { <-s.wsem }()
 	if s.closed {
@@ -170,7 +176,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.wstmts.close(), s.wconn.Close())
 		s.wconn = nil
 	}
-	return errors.Join(append(errs, s.rstmts.close(), s.rdb.Close(), s.wdb.Close())...)
+	return errors.Join(append(errs, usageErr, s.rstmts.close(), s.rdb.Close(), s.wdb.Close())...)
 }
 
 // preparer is *sql.DB (the read pool: database/sql re-prepares on each pooled
@@ -381,15 +387,23 @@ func (s *Store) maybePurge(x q) {
 	if now-last < int64(purgeEvery) || !s.lastPurge.CompareAndSwap(last, now) {
 		return
 	}
-	for _, query := range []string{
-		`DELETE FROM tombstones WHERE expires_at <= ?`,
-		`DELETE FROM idempotency WHERE expires_at <= ?`,
-		`DELETE FROM usage_events WHERE expires_at <= ?`,
-		`DELETE FROM rate_counters WHERE expires_at <= ?`,
+	for _, p := range []struct {
+		query string
+		args  []any
+	}{
+		{`DELETE FROM tombstones WHERE expires_at <= ?`, []any{now}},
+		{`DELETE FROM idempotency WHERE expires_at <= ?`, []any{now}},
+		// A usage event marker is also what makes the replay of the audit log after
+		// a crash exact (usage.go): the markers of events from the watermark on are
+		// kept, however old, until a flush moves the watermark past them. Each of
+		// those markers expires at least usageEventTTL after the watermark.
+		{`DELETE FROM usage_events WHERE expires_at <= ?
+			AND expires_at < (SELECT replay_from FROM usage_watermark WHERE id = 1) + ?`, []any{now, int64(usageEventTTL)}},
+		{`DELETE FROM rate_counters WHERE expires_at <= ?`, []any{now}},
 	} {
 		// A savepoint would be needed to undo a half-done purge; each statement is
 		// atomic on its own and none depends on another, so none is.
-		if _, err := x.exec(query, now); err != nil {
+		if _, err := x.exec(p.query, p.args...); err != nil {
 			s.log.WarnContext(x.ctx, "sqlite: purge of expired rows failed", "err", err)
 			return
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/usagereplay"
 )
 
 // shutdownGrace bounds how long in-flight calls may finish after SIGINT or SIGTERM.
@@ -159,6 +160,20 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		return err
 	} else if n > 0 {
 		log.Warn("released idempotency claims left pending by a previous server that died", "claims", n)
+	}
+	// Usage increments are committed in the background: a server that died may
+	// have answered calls whose increments it had not committed. Rebuild them from
+	// those calls' audit records (exact: an event counted already is dropped).
+	known := catalog.New(catalog.Deps{})
+	rs, err := usagereplay.Replay(ctx, g.dataDir, st, func(tool string) bool { _, ok := known.Lookup(tool); return ok })
+	if err != nil {
+		return err
+	}
+	if rs.Recovered > 0 || rs.Damaged > 0 {
+		log.Warn("recovered usage increments from the audit log that a previous server had not committed",
+			"increments", rs.Recovered, "records_replayed", rs.Counted, "damaged_lines", rs.Damaged, "from", rs.From)
+	} else {
+		log.Info("usage counters match the audit log", "records_replayed", rs.Counted, "from", rs.From)
 	}
 
 	sink, err := file.New(g.dataDir, file.WithLogger(log))

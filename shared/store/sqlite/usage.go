@@ -1,0 +1,375 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// Usage counting is off the request path. Every tool call counts usage, and a write
+// transaction per call costs more than the rest of a read call together: it waits for
+// the single write connection, and each commit makes every reader connection drop its
+// page cache. So UpdateUsage only queues the increment in memory; a background flusher
+// commits what is queued in one transaction per usageFlushEvery (sooner when
+// usageFlushBatch are waiting).
+//
+// What this changes, and what keeps "nothing lost":
+//   - An increment is committed up to usageFlushEvery after UpdateUsage returns.
+//     Readers of usage_daily in this process (ListUsage) flush first, so they still
+//     read their writes; another process (the CLI beside `serve`) may lag by that
+//     interval.
+//   - A failed flush keeps its increments queued and is retried with backoff; it
+//     is logged, never dropped.
+//   - A kill -9 loses the queue. The audit log is its journal: each counted call's
+//     record (its event id is the increment's) is written before the call is
+//     answered, and every flush moves a durable watermark (usage_watermark) to the
+//     earliest event time it might not have committed, minus usageReplaySlack. On
+//     start, `serve` replays the records from the watermark on (package
+//     shared/usagereplay) through RecoverUsage, whose usage_events markers make
+//     the replay exact.
+//   - Memory is bounded by backpressure: a caller that finds usageFlushBatch
+//     increments queued waits for a flush (or for its context to end; its increment
+//     stays queued either way). The queue holds at most usageFlushBatch increments
+//     plus one per caller waiting so.
+//
+// One process counts usage per database (serve holds the data folder's lock): the
+// watermark describes that process's queue.
+const (
+	// usageFlushEvery is how long an increment may wait for its commit. 200 ms
+	// keeps commits (and reader page-cache invalidations) to five a second at any
+	// load, while a dashboard in another process is at most a fifth of a second
+	// behind. Shorter buys nothing a user can see; much longer grows the queue and
+	// the work a crash leaves to the replay.
+	usageFlushEvery = 200 * time.Millisecond
+	// usageFlushBatch queued increments trigger a flush at once, and are the
+	// queue's bound (about 150 bytes each). One transaction of this many upserts
+	// takes a few milliseconds.
+	usageFlushBatch = 4096
+	// usageRetryMax caps the backoff between retries of a failing flush.
+	usageRetryMax = 5 * time.Second
+	// usageReplaySlack is subtracted from the watermark. It covers the moment
+	// between a record's timestamp and its increment entering the queue (a stalled
+	// goroutine) and small steps of the wall clock; the replay is exact whatever
+	// its size, so it errs large.
+	usageReplaySlack = 5 * time.Minute
+)
+
+// usageQueue holds the increments accepted by UpdateUsage and not yet committed.
+type usageQueue struct {
+	mu      sync.Mutex
+	pending []pendingUsage
+	closed  bool
+	flushed chan struct{} // closed (and replaced) by each successful flush
+
+	flushing chan struct{} // capacity 1: held by the one flush under way
+	kick     chan struct{} // capacity 1: the queue went from empty to not empty
+	full     chan struct{} // capacity 1: usageFlushBatch increments are queued
+	stop     chan struct{} // closed by Close: the flusher exits
+	done     chan struct{} // closed by the flusher on exit
+	stopOnce sync.Once
+}
+
+type pendingUsage struct {
+	u            store.UsageIncrement
+	denied, errs int
+}
+
+// newPendingUsage validates u, as UpdateUsage always has, so that a bad increment
+// is refused to its caller instead of failing a whole flush later.
+func newPendingUsage(u store.UsageIncrement) (pendingUsage, error) {
+	if u.WorkspaceID == "" {
+		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage needs a workspace")
+	}
+	if !validDate(u.Date) {
+		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
+	}
+	p := pendingUsage{u: u}
+	switch apperr.Outcome(u.Outcome) {
+	case apperr.OutcomeSuccess:
+	case apperr.OutcomeDenied:
+		p.denied = 1
+	case apperr.OutcomeError:
+		p.errs = 1
+	default:
+		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
+	}
+	return p, nil
+}
+
+// startUsage makes sure the watermark row exists and starts the flusher. A new
+// database (or one written by a version that committed every increment before
+// answering) has nothing to replay before now, less the slack.
+func (s *Store) startUsage(ctx context.Context) error {
+	err := s.write(ctx, func(x q) error {
+		_, err := x.exec(`INSERT OR IGNORE INTO usage_watermark (id, replay_from) VALUES (1, ?)`,
+			nanos(s.now().Add(-usageReplaySlack)))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	u := &s.usage
+	u.flushed = make(chan struct{})
+	u.flushing = make(chan struct{}, 1)
+	u.kick = make(chan struct{}, 1)
+	u.full = make(chan struct{}, 1)
+	u.stop = make(chan struct{})
+	u.done = make(chan struct{})
+	go s.flushUsageLoop()
+	return nil
+}
+
+// stopUsage stops the flusher and commits what is queued. Increments that cannot
+// be committed stay in the audit log, past the watermark, for the next start's
+// replay; the error says so.
+func (s *Store) stopUsage() error {
+	u := &s.usage
+	var err error
+	u.stopOnce.Do(func() {
+		u.mu.Lock()
+		u.closed = true
+		u.mu.Unlock()
+		close(u.stop)
+		<-u.done
+		if err = s.FlushUsage(context.Background()); err != nil {
+			s.log.Error("sqlite: usage increments not committed at close; the next start replays them from the audit log",
+				"increments", s.queuedUsage(), "err", err)
+		}
+	})
+	return err
+}
+
+func (s *Store) queuedUsage() int {
+	s.usage.mu.Lock()
+	defer s.usage.mu.Unlock()
+	return len(s.usage.pending)
+}
+
+// UpdateUsage implements store.Writer. It validates u and queues it; the flusher
+// commits it within usageFlushEvery (see the comment at the top of this file). An
+// EventID already counted (within a day) is dropped when committed, so a retried
+// call does not count twice. It waits only when the queue is full.
+func (s *Store) UpdateUsage(ctx context.Context, inc store.UsageIncrement) error {
+	p, err := newPendingUsage(inc)
+	if err != nil {
+		return err
+	}
+	u := &s.usage
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return apperr.Internal(errors.New("sqlite: store is closed"))
+	}
+	u.pending = append(u.pending, p)
+	n := len(u.pending)
+	flushed := u.flushed
+	u.mu.Unlock()
+	if n == 1 {
+		signal(u.kick)
+	}
+	if n < usageFlushBatch {
+		return nil
+	}
+	signal(u.full)
+	// Backpressure. The increment is queued already and stays so whether or not
+	// this caller waits to the end: giving up only stops slowing it down.
+	select {
+	case <-flushed:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// flushUsageLoop commits the queue a while after it becomes non-empty, at once when
+// it is full, and retries a failed flush with backoff until Close.
+func (s *Store) flushUsageLoop() {
+	u := &s.usage
+	defer close(u.done)
+	delay := usageFlushEvery
+	for {
+		if s.queuedUsage() == 0 {
+			select {
+			case <-u.stop:
+				return
+			case <-u.kick:
+			}
+		}
+		full := u.full
+		if delay > usageFlushEvery {
+			full = nil // retrying: a full queue must not turn the backoff into a spin
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-u.stop:
+			t.Stop()
+			return
+		case <-full:
+		case <-t.C:
+		}
+		t.Stop()
+		if err := s.FlushUsage(context.Background()); err != nil {
+			delay = min(2*delay, usageRetryMax)
+			s.log.Warn("sqlite: usage flush failed; increments kept for a retry",
+				"increments", s.queuedUsage(), "retry_in", delay, "err", err)
+			continue
+		}
+		delay = usageFlushEvery
+	}
+}
+
+// FlushUsage commits every increment queued before it was called, and moves the
+// watermark, in one transaction. On failure the increments stay queued.
+func (s *Store) FlushUsage(ctx context.Context) error {
+	u := &s.usage
+	// One flush at a time: a flush that waits here for another returns only after
+	// that one's increments are committed (or queued again ahead of its own).
+	select {
+	case u.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return s.fail(ctx.Err())
+	}
+	defer func() { <-u.flushing }()
+
+	u.mu.Lock()
+	batch := u.pending
+	u.pending = nil
+	// Everything that entered the queue before taken is in batch: whatever comes
+	// later has a later event time, up to the slack.
+	taken := s.now()
+	u.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(x q) error {
+		if _, err := applyUsage(x, taken, batch); err != nil {
+			return err
+		}
+		_, err := x.exec(`UPDATE usage_watermark SET replay_from = ? WHERE id = 1`, nanos(taken.Add(-usageReplaySlack)))
+		return err
+	})
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err != nil {
+		// Ahead of what came meanwhile, so the oldest is committed first.
+		u.pending = append(batch, u.pending...)
+		return err
+	}
+	close(u.flushed)
+	u.flushed = make(chan struct{})
+	return nil
+}
+
+// RecoverUsage commits increments rebuilt from the audit log after a crash, through
+// the same path as a flush: an increment whose event was counted already is dropped.
+// It returns how many were counted now. The watermark is left alone: the next flush
+// moves it.
+func (s *Store) RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (int, error) {
+	batch := make([]pendingUsage, 0, min(len(incs), usageFlushBatch))
+	recovered := 0
+	commit := func() error {
+		var n int
+		err := s.write(ctx, func(x q) error {
+			var err error
+			n, err = applyUsage(x, s.now(), batch)
+			return err
+		})
+		if err == nil {
+			recovered += n
+		}
+		batch = batch[:0]
+		return err
+	}
+	for _, inc := range incs {
+		p, err := newPendingUsage(inc)
+		if err != nil {
+			return recovered, err
+		}
+		batch = append(batch, p)
+		if len(batch) == usageFlushBatch {
+			if err := commit(); err != nil {
+				return recovered, err
+			}
+		}
+	}
+	if len(batch) > 0 {
+		if err := commit(); err != nil {
+			return recovered, err
+		}
+	}
+	return recovered, nil
+}
+
+// UsageReplayFrom returns the durable watermark: audit records from this time on
+// may lack their usage increment, and are replayed on start.
+func (s *Store) UsageReplayFrom(ctx context.Context) (time.Time, error) {
+	var n int64
+	err := s.read(ctx).queryRow(`SELECT replay_from FROM usage_watermark WHERE id = 1`).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, apperr.Internal(errors.New("sqlite: usage watermark missing"))
+	}
+	if err != nil {
+		return time.Time{}, s.fail(err)
+	}
+	return fromNanos(n), nil
+}
+
+// applyUsage counts the increments whose event was not counted before, one upsert
+// per workspace, day and tool, and returns how many it counted. now sets the
+// markers' expiry.
+func applyUsage(x q, now time.Time, reqs []pendingUsage) (int, error) {
+	type key struct{ ws, date, tool string }
+	type sum struct{ calls, denied, errs int }
+	sums := map[key]*sum{}
+	var order []key
+	counted := 0
+	for _, r := range reqs {
+		u := r.u
+		if u.EventID != "" {
+			res, err := x.exec(`INSERT OR IGNORE INTO usage_events (event_id, expires_at) VALUES (?, ?)`,
+				u.EventID, nanos(now.Add(usageEventTTL)))
+			if err != nil {
+				return 0, err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return 0, err
+			}
+			if n == 0 {
+				continue // counted before
+			}
+		}
+		k := key{u.WorkspaceID, u.Date, u.Tool}
+		sm := sums[k]
+		if sm == nil {
+			sm = &sum{}
+			sums[k] = sm
+			order = append(order, k)
+		}
+		sm.calls++
+		sm.denied += r.denied
+		sm.errs += r.errs
+		counted++
+	}
+	for _, k := range order {
+		sm := sums[k]
+		if _, err := x.exec(`INSERT INTO usage_daily (workspace_id, date, tool, calls, denied, errors) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (workspace_id, date, tool) DO UPDATE SET
+				calls = calls + excluded.calls, denied = denied + excluded.denied, errors = errors + excluded.errors`,
+			k.ws, k.date, k.tool, sm.calls, sm.denied, sm.errs); err != nil {
+			return 0, err
+		}
+	}
+	return counted, nil
+}
