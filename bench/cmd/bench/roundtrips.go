@@ -41,13 +41,16 @@ type callLog struct {
 type awsCall struct {
 	service, op string
 	start, end  time.Time
+	// background marks a write the store makes after its method has returned
+	// (dynamo.InBackground): no caller waits for it.
+	background bool
 }
 
 func (l *callLog) install(cfg *aws.Config, service string) {
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.CallLog",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c := awsCall{service: service, op: middleware.GetOperationName(ctx), start: time.Now()}
+				c := awsCall{service: service, op: middleware.GetOperationName(ctx), start: time.Now(), background: dynamo.InBackground(ctx)}
 				time.Sleep(rtDelay)
 				out, md, err := next.HandleInitialize(ctx, in)
 				c.end = time.Now()
@@ -86,7 +89,9 @@ func sequential(calls []awsCall) int {
 
 // roundTrips runs every tool once through the guard against dynalite and kinesalite
 // (the Lambda's store and audit sink, as functions/mcp wires them) and counts the
-// AWS calls each makes, and how many of them are sequential.
+// AWS calls each makes: those on the request path, how many of them are sequential,
+// and the store's background writes (drained after each call, so that each is
+// counted with the tool that caused it).
 func (b *bench) roundTrips(ctx context.Context) error {
 	env, stop, err := lambdatest.Start(ctx)
 	if err != nil {
@@ -100,6 +105,7 @@ func (b *bench) roundTrips(ctx context.Context) error {
 	calls.install(&kcfg, "Kinesis")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := dynamo.New(dynamodb.NewFromConfig(dcfg), env.Table, env.TokensTable, dynamo.WithLogger(log))
+	defer st.Close()
 	sink := lambdaenv.AuditSink(kinesis.NewFromConfig(kcfg), lambdatest.Stream, io.Discard, "mcp", log)
 	ob, err := autopilot.NewOutbox(filepath.Join(b.work, "rt-outbox.jsonl"))
 	if err != nil {
@@ -123,24 +129,29 @@ func (b *bench) roundTrips(ctx context.Context) error {
 			"reads only: member record in parallel with one Query over the usage partition for the whole 90 days (not one per day)"},
 		{"create_issue", map[string]any{"title": "Round-trip count", "labels": []string{"bench"}}, "writes: UpdateItem workspace counter (allocates the key number), PutItem key item (conditional: a key is never given twice), PutItem issue (last, so nothing points at a missing issue)"},
 		{"update_issue", map[string]any{"issue_id": lambdatest.IssueMain, "status": "in_progress"}, "GetItem issue, then UpdateItem conditioned on the version read (optimistic lock; a per-call nonce lets an SDK retry succeed once)"},
-		{"comment_issue", map[string]any{"issue_id": lambdatest.IssueMain, "body": "counted"}, "writes: PutItem comment lookup, PutItem comment (both nonce-conditioned against id reuse), UpdateItem comment_count (guarded by the op id) and its guard cleared"},
+		{"comment_issue", map[string]any{"issue_id": lambdatest.IssueMain, "body": "counted"}, "writes: PutItem comment lookup, PutItem comment (both nonce-conditioned against id reuse), UpdateItem comment_count (guarded by the op id against an SDK retry counting twice); clearing that guard is a background UpdateItem"},
 		{"assign_issue_to_agent", map[string]any{"issue_id": lambdatest.IssueMain, "agent_id": lambdatest.Agent}, "GetItem agent (must exist) and issue, then the version-conditioned UpdateItem of the issue"},
 		{"trigger_autopilot", map[string]any{"issue_id": lambdatest.IssueMain}, "writes: PutItem run (queued) before dispatch, UpdateItem run with the dispatch outcome"},
-		{"delete_comment", map[string]any{"comment_id": lambdatest.CommentDelete, "confirm": true}, "writes: PutItem tombstone first (the only caller that wins it goes on), UpdateItem comment_count -1 (guarded) and guard cleared, BatchWriteItem comment + lookup"},
+		{"delete_comment", map[string]any{"comment_id": lambdatest.CommentDelete, "confirm": true}, "writes: PutItem tombstone first (the only caller that wins it goes on), UpdateItem comment_count -1 (guarded by the op id), BatchWriteItem comment + lookup; clearing the guard is a background UpdateItem started only after that delete, so a crashed delete finished later decrements once"},
 		{"delete_issue", map[string]any{"issue_id": lambdatest.IssueDelete, "confirm": true}, "writes: PutItem tombstones first, Query of its comments, BatchWriteItem comments/lookups/key item, DeleteItem issue last (a half-done delete is finished by the next)"},
 	}
 	sec := reportSection("5. AWS round trips per tool call",
 		fmt.Sprintf("Every tool called once through the guard with the DynamoDB store and the Kinesis audit sink "+
 			"(as functions/mcp wires them) against dynalite and kinesalite. An SDK middleware (Initialize step) "+
 			"logs each operation and adds %s to it, so that calls made one after another never overlap and calls "+
-			"made in parallel always do; \"sequential\" is the longest chain of non-overlapping calls, the number "+
-			"of round trips the caller waits for. Token verification is the authorizer's (cached by API Gateway), "+
-			"not counted here. Every call also makes 4 calls in the guard's last step, all of them in parallel with "+
-			"the first: Kinesis PutRecord (the audit record, delivered before the answer) and the usage counter, which "+
-			"on DynamoDB is 3 sequential calls: PutItem of an event marker (a retried UpdateUsage counts once), "+
-			"UpdateItem ADD guarded by the event id in a set (an SDK retry of an ADD that applied is refused), and "+
-			"UpdateItem DELETE of that guard entry (keeps the item small).", rtDelay),
-		[]string{"tool", "outcome", "AWS calls", "sequential round trips", "calls by operation", "the tool's own calls"})
+			"made in parallel always do. \"Request path\" is every call made before the guard answers; its "+
+			"\"sequential round trips\" is the longest chain of non-overlapping calls among them, the number of "+
+			"round trips the caller waits for. \"Background\" calls are the store's housekeeping writes after "+
+			"it has answered (marked by dynamo.InBackground; the store is drained after each tool, so they are "+
+			"counted with the tool that caused them): they cost DynamoDB capacity, not latency. Token verification "+
+			"is the authorizer's (cached by API Gateway), not counted here. Every call also makes, in the guard's "+
+			"last step and in parallel with each other, Kinesis PutRecord (the audit record, delivered before the "+
+			"answer) and one DynamoDB UpdateItem for the usage counter: an ADD that also puts the audit event id "+
+			"into a set and is conditioned on its absence, so an SDK retry of an ADD that applied is refused. Clearing "+
+			"that id from the set is the usage counter's background UpdateItem (it keeps the item small; if it "+
+			"never runs, the id stays and no count changes); comment_count's guard is cleared the same way.", rtDelay),
+		[]string{"tool", "outcome", "request-path calls", "sequential round trips (request path)", "background calls",
+			"calls by operation", "the tool's own calls"})
 	for _, tc := range tools {
 		raw, err := json.Marshal(tc.args)
 		if err != nil {
@@ -148,28 +159,47 @@ func (b *bench) roundTrips(ctx context.Context) error {
 		}
 		calls.take()
 		res := g.Call(ctx, guard.Request{Principal: p, Tool: tc.name, Args: raw, Transport: "mcp", RequestID: "bench-" + tc.name})
+		answered := time.Now()
+		if err := st.Drain(ctx); err != nil {
+			return fmt.Errorf("round trips: %s: drain the store's background writes: %w", tc.name, err)
+		}
 		got := calls.take()
 		outcome := res.Record.Outcome
 		if res.Err != nil {
 			outcome += " (" + string(res.Err.Code) + ")"
 		}
+		var path []awsCall
+		background := 0
 		byOp := map[string]int{}
 		for _, c := range got {
-			byOp[c.service+" "+c.op]++
+			name := c.service + " " + c.op
+			if c.background {
+				background++
+				name += " (background)"
+			} else {
+				if c.end.After(answered) {
+					// Not marked background, yet nobody waited for it: the
+					// classification would be wrong, so the figures would be too.
+					return fmt.Errorf("round trips: %s: %s ended after the answer but is not a background write", tc.name, name)
+				}
+				path = append(path, c)
+			}
+			byOp[name]++
 		}
 		var ops []string
 		for op, n := range byOp {
 			ops = append(ops, fmt.Sprintf("%s x%d", op, n))
 		}
 		sort.Strings(ops)
-		seq := sequential(got)
-		sec.Table.Rows = append(sec.Table.Rows, []string{tc.name, outcome, fmt.Sprint(len(got)), fmt.Sprint(seq), strings.Join(ops, ", "), tc.why})
+		seq := sequential(path)
+		sec.Table.Rows = append(sec.Table.Rows, []string{tc.name, outcome, fmt.Sprint(len(path)), fmt.Sprint(seq),
+			fmt.Sprint(background), strings.Join(ops, ", "), tc.why})
 		switch tc.name {
 		case "get_issue":
+			// Judged on the request path: background writes cost no caller time.
 			b.addGoal("5. get_issue sequential AWS round trips", "<= 2", fmt.Sprint(seq), seq <= 2 && res.Err == nil,
-				"reads now parallel (1 round trip); the usage counter takes 3 sequential calls (section 5). Plan: one "+
-					"TransactWriteItems (conditional event marker + ADD, ClientRequestToken = event id, idempotent for SDK "+
-					"retries) = 1 round trip; dynalite lacks TransactWriteItems, so its tests need DynamoDB Local")
+				"request path (section 5) should be member and issue GetItem in parallel, then the audit PutRecord "+
+					"in parallel with the usage counter's one UpdateItem")
 		case "dashboard_usage_daily":
 			q := byOp["DynamoDB Query"]
 			b.addGoal("2. dashboard_usage_daily over 90 days: usage queries", "1", fmt.Sprint(q), q == 1 && res.Err == nil, "see section 5")

@@ -75,7 +75,7 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 	if errs := g.SchemaErrors(); len(errs) > 0 {
 		return nil, fmt.Errorf("mcpfn: %d tool input schemas do not compile", len(errs))
 	}
-	return New(Config{
+	fn := New(Config{
 		Guard:   g,
 		Catalog: cat,
 		Server: mcpserver.Config{
@@ -87,5 +87,7 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		},
 		Logger: log,
 		Now:    d.Now,
-	}), nil
+	})
+	fn.store = st
+	return fn, nil
 }

@@ -10,6 +10,7 @@ package mcpfn
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -54,6 +55,20 @@ type Function struct {
 
 	mu       sync.Mutex
 	adapters map[string]*httpadapter.HandlerAdapter // by base path
+
+	// store is what Build wired (the DynamoDB store, whose housekeeping writes run
+	// after an answer); Close waits for it. Nil for a Function made with New.
+	store io.Closer
+}
+
+// Close waits for the writes the store still runs after its answers (see
+// dynamo.Store.Close), for hosts that stop a Function in process (aacmcp gateway,
+// tests). The Lambda never calls it: see main.go.
+func (f *Function) Close() error {
+	if f.store == nil {
+		return nil
+	}
+	return f.store.Close()
 }
 
 // New returns the MCP function.

@@ -13,9 +13,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-// usageEventTTL is how long a counted event id is remembered to drop a repeated call.
-const usageEventTTL = 24 * time.Hour
-
 func decodeRun(it item) (store.AutopilotRun, error) {
 	d := decoder{it: it}
 	r := store.AutopilotRun{
@@ -125,15 +122,22 @@ func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	return got, fail("UpdateAutopilotRun", err)
 }
 
-// UpdateUsage implements store.Writer.
+// UpdateUsage implements store.Writer with one conditional UpdateItem; it is the only
+// call a tool call waits for.
 //
-// Two guards, for two kinds of repeat. (1) A marker item per event id (TTL 24 h),
-// written with a condition: a second call with the same EventID finds it and counts
-// nothing. (2) The ADD itself adds the event id to the counter item's evs set and is
-// conditioned on its absence, so the SDK retrying the ADD after a lost response does not
-// count twice; the id leaves the set right after. A crash between (1) and the ADD loses
-// that one count: usage is a dashboard figure, and undercounting a crashed call beats
-// counting a retry twice.
+// The ADD also puts the call's event id into the counter item's evs set and is
+// conditioned on its absence, so the SDK resending an ADD whose response was lost
+// fails the condition instead of counting twice. That is the contract's guarantee; it
+// relies on EventID being unique per call, which the guard ensures (a fresh ULID per
+// audit record). An EventID repeated by a second call after its cleanup is counted
+// again. Until issue 7 a 24-hour marker item per event id also refused such repeats:
+// it cost a sequential round trip on every tool call and guarded against something no
+// caller does, so it was dropped (old markers expire by TTL).
+//
+// The id leaves the set after UpdateUsage returns (Store.later): the guard only has to
+// stay while the SDK may still resend the ADD, and that ends when the call returns. A
+// cleanup that never runs (a Lambda sandbox shut down while frozen, a DynamoDB error)
+// leaves one 26-byte id in that day's item of the tool; counts stay exact.
 func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	const op = "UpdateUsage"
 	if err := checkWS(u.WorkspaceID); err != nil {
@@ -157,29 +161,9 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	}
 	ev := u.EventID
 	if ev == "" {
-		ev = nonce() // nothing to deduplicate against; still guard the ADD's own retry
-	} else {
-		if !validPart(ev) {
-			return apperr.New(apperr.InvalidArguments, "usage event id must not contain '#'")
-		}
-		n := nonce()
-		now := s.now()
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(s.table),
-			Item: item{
-				attrPK: avS(wsPK(u.WorkspaceID) + "#USAGEEV#" + ev), attrSK: avS(skMeta),
-				"nonce": avS(n), attrTTL: ttlOf(now.Add(usageEventTTL)),
-			},
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n OR #ttl < :now"),
-			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
-			ExpressionAttributeValues: item{":n": avS(n), ":now": avN(now.Unix())},
-		})
-		if conditionFailed(err) {
-			return nil // this event was counted already
-		}
-		if err != nil {
-			return fail(op, err)
-		}
+		ev = nonce() // still guard the ADD against its own retry
+	} else if !validPart(ev) {
+		return apperr.New(apperr.InvalidArguments, "usage event id must not contain '#'")
 	}
 	k := key(usagePK(u.WorkspaceID), usageSK(u.Date, u.Tool))
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -194,19 +178,28 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 		},
 	})
 	if conditionFailed(err) {
-		return nil // our own ADD, retried by the SDK after it had applied
+		// Our own ADD, resent by the SDK after it had applied: counted once. Its id
+		// is in the set, so the cleanup below is still due.
+		err = nil
 	}
 	if err != nil {
 		return fail(op, err)
 	}
-	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       k,
-		UpdateExpression:          aws.String("DELETE evs :evs"),
-		ExpressionAttributeValues: item{":evs": avSet(ev)},
-	}); err != nil {
-		s.log.WarnContext(ctx, "dynamo: could not clear a usage guard", "event", ev, "err", err)
-	}
+	s.later(ctx, "clear a usage guard", func(ctx context.Context) error {
+		// The condition keeps an update from creating a key-only item (a row without
+		// date or tool) should the counter item be gone by now.
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       k,
+			UpdateExpression:          aws.String("DELETE evs :evs"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: item{":evs": avSet(ev)},
+		})
+		if conditionFailed(err) {
+			return nil
+		}
+		return err
+	}, "workspace_id", u.WorkspaceID, "date", u.Date, "tool", u.Tool, "event", ev)
 	return nil
 }
 

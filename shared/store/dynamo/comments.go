@@ -117,20 +117,24 @@ func (s *Store) countComment(ctx context.Context, ws, issueID, opID string, delt
 	return false, fail(op, errors.Join(d.err, errors.New("comment_count condition failed without a reason")))
 }
 
-// clearCountOp drops opID from the in-flight set. Failure only leaves a few bytes in
-// the issue item, so it is logged, not returned. The condition keeps the update from
+// clearCountOp drops opID from the in-flight set, after the caller has returned
+// (Store.later): nobody needs to wait for it. Failure only leaves a few bytes in the
+// issue item, so it is logged, not returned. The condition keeps the update from
 // recreating an issue deleted meanwhile.
 func (s *Store) clearCountOp(ctx context.Context, ws, issueID, opID string) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(issuePK(ws, issueID), skMeta),
-		UpdateExpression:          aws.String("DELETE cc_ops :ops"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: item{":ops": avSet(opID)},
-	})
-	if err != nil && !conditionFailed(err) {
-		s.log.WarnContext(ctx, "dynamo: could not clear a comment_count guard", "issue", issueID, "op", opID, "err", err)
-	}
+	s.later(ctx, "clear a comment_count guard", func(ctx context.Context) error {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(issuePK(ws, issueID), skMeta),
+			UpdateExpression:          aws.String("DELETE cc_ops :ops"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: item{":ops": avSet(opID)},
+		})
+		if conditionFailed(err) {
+			return nil
+		}
+		return err
+	}, "issue", issueID, "op", opID)
 }
 
 // GetComment implements store.Reader. The comment and its issue are read together so
@@ -226,8 +230,8 @@ const crashedAfter = 5 * time.Minute
 // caller whose tombstone put wins goes on, so two concurrent deletes decrement once.
 // A delete that crashed after (1) is finished by a later call (once the tombstone is
 // older than crashedAfter), which finds the lookup item still there beside it: the
-// guard of (2) is cleared only after (3), so whichever step the crash hit, the
-// decrement happens exactly once.
+// guard of (2) is cleared only after (3) (in the background, once this call has
+// returned), so whichever step the crash hit, the decrement happens exactly once.
 func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.DeleteResult, error) {
 	const op = "DeleteComment"
 	if checkWS(ws) != nil || !validPart(commentID) {

@@ -53,6 +53,7 @@ const (
 )
 
 // Store implements store.Queries and auth.TokenStore on DynamoDB. Safe for concurrent use.
+// Some housekeeping writes run after a method returns: Close (or Drain) waits for them.
 type Store struct {
 	db           API
 	table        string
@@ -61,12 +62,18 @@ type Store struct {
 	log          *slog.Logger
 	cursorSecret []byte
 	sleep        func(ctx context.Context, d time.Duration) error
+	bg           *tasks // housekeeping writes after the answer (background.go)
 }
 
 var (
 	_ store.Queries   = (*Store)(nil)
 	_ auth.TokenStore = (*Store)(nil)
 )
+
+// ConcurrentReads reports true: every read is a network round trip, so the guard
+// reads the caller's member record beside a read-only handler's own read and the
+// call waits for one round trip instead of two.
+func (*Store) ConcurrentReads() bool { return true }
 
 // Option configures New.
 type Option func(*Store)
@@ -94,6 +101,7 @@ func New(db API, mainTable, tokensTable string, opts ...Option) *Store {
 		now:         time.Now,
 		log:         slog.Default(),
 		sleep:       sleepCtx,
+		bg:          newTasks(),
 	}
 	for _, o := range opts {
 		o(s)

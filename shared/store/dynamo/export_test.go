@@ -14,3 +14,17 @@ func CrashAfterCommentTombstone(ctx context.Context, s *Store, ws, commentID, ow
 		store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: at, Owner: owner}, "test")
 	return err
 }
+
+// UsageGuard returns the event ids in the guard set (evs) of one usage counter item.
+func UsageGuard(ctx context.Context, s *Store, ws, date, tool string) ([]string, error) {
+	it, err := s.get(ctx, s.table, key(usagePK(ws), usageSK(date, tool)), "test")
+	if err != nil || it == nil {
+		return nil, err
+	}
+	d := decoder{it: it}
+	evs := d.set("evs")
+	return evs, d.err
+}
+
+// WithAPI swaps the client a store calls (tests that hold a call back).
+func WithAPI(wrap func(API) API) Option { return func(s *Store) { s.db = wrap(s.db) } }

@@ -208,15 +208,18 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 			},
 			check: func(t *testing.T, f fixture) {
 				wantUsage(t, e.store, f.ws, store.UsageRow{Date: "2026-01-02", Tool: "get_issue", Calls: 1, Denied: 1})
+				// The retry was refused by the guard; the id must still leave the set.
+				wantNoUsageGuard(t, e.store, f.ws, "2026-01-02", "get_issue")
 			},
 		},
 		{
-			name: "UpdateUsage event marker", op: "PutItem", parts: []string{"#USAGEEV#"},
+			name: "UpdateUsage guard cleanup", op: "UpdateItem", parts: []string{"DELETE evs"},
 			act: func(t *testing.T, f fixture) error {
-				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "success", EventID: store.NewULID()})
+				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "error", EventID: store.NewULID()})
 			},
 			check: func(t *testing.T, f fixture) {
-				wantUsage(t, e.store, f.ws, store.UsageRow{Date: "2026-01-02", Tool: "get_issue", Calls: 1})
+				wantUsage(t, e.store, f.ws, store.UsageRow{Date: "2026-01-02", Tool: "get_issue", Calls: 1, Errors: 1})
+				wantNoUsageGuard(t, e.store, f.ws, "2026-01-02", "get_issue")
 			},
 		},
 	}
@@ -227,6 +230,11 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 			dr.arm(tc.op, tc.parts...)
 			if err := tc.act(t, f); err != nil {
 				t.Fatalf("call whose response was lost: %v", err)
+			}
+			// Background writes (the usage guard's cleanup) are part of the call's
+			// effect, and must not be in flight while the counts are read.
+			if err := e.store.Drain(ctx); err != nil {
+				t.Fatal(err)
 			}
 			if got := dr.firedOps(); len(got) != 1 {
 				t.Fatalf("dropped responses = %v, want one %s (the test did not exercise a retry)", got, tc.op)

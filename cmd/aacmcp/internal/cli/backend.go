@@ -95,7 +95,9 @@ func (b *backendFlags) open(ctx context.Context, c *cobra.Command, g *globals) (
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func() {}, nil
+	// Close waits for writes the store makes after answering (none of the admin
+	// commands cause one today), so none is cut off when the command exits.
+	return s, func() { _ = s.Close() }, nil
 }
 
 // dbFile is the SQLite database inside the data folder.

@@ -176,6 +176,8 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		if err != nil {
 			return err
 		}
+		// After the server has stopped: the store's last housekeeping writes finish.
+		defer f.Close()
 		function = lambda.NewHandler(f.Handle)
 	}
 	handler := gateway.New(gateway.Config{
