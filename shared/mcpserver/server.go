@@ -134,10 +134,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeJSON(rw, http.StatusInternalServerError, apperr.Internal(nil).Body())
 			}
 		}
-		h.log.Info("request",
-			"method", r.Method, "path", r.URL.Path, "status", rw.status(),
-			"duration_ms", time.Since(start).Milliseconds(), "request_id", st.requestID,
-			"tool", st.tool, "outcome", st.outcome)
+		// LogAttrs: typed attributes, no boxing of each value into an any.
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rw.status()),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", st.requestID),
+			slog.String("tool", st.tool), slog.String("outcome", st.outcome))
 	}()
 
 	if !h.hostAllowed(r.Host) {

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -36,11 +38,8 @@ func scanIssue(r scanner) (is store.Issue, seq int64, err error) {
 	if err != nil {
 		return store.Issue{}, 0, err
 	}
-	if err := json.Unmarshal([]byte(labels), &is.Labels); err != nil {
+	if is.Labels, err = decodeLabels(labels); err != nil {
 		return store.Issue{}, 0, err
-	}
-	if is.Labels == nil {
-		is.Labels = []string{}
 	}
 	if aID.Valid {
 		is.Assignee = &store.Assignee{Type: aType.String, ID: aID.String}
@@ -73,6 +72,71 @@ func (s *Store) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, 
 		return store.Issue{}, s.fail(err)
 	}
 	return is, nil
+}
+
+// decodeLabels reads the labels column: the JSON array labelsJSON wrote, never nil.
+// What labelsJSON writes for ordinary labels, ["a","b"] with no space and no escape,
+// is split here without encoding/json (which was most of the cost of decoding a
+// row); the labels share the column's string. Anything else (escapes, spaces,
+// invalid UTF-8, a malformed value) goes to encoding/json, so the result is always
+// what json.Unmarshal gives, malformed input included (a fuzz test holds the two
+// to each other).
+func decodeLabels(s string) ([]string, error) {
+	if labels, ok := splitPlainLabels(s); ok {
+		return labels, nil
+	}
+	var labels []string
+	if err := json.Unmarshal([]byte(s), &labels); err != nil {
+		return nil, fmt.Errorf("sqlite: labels column: %w", err)
+	}
+	if labels == nil {
+		labels = []string{}
+	}
+	return labels, nil
+}
+
+// splitPlainLabels decodes s when it is a JSON array of strings in compact form
+// whose strings hold no escape and no control character and are valid UTF-8: then
+// each label is exactly the bytes between its quotes. ok=false means "not that
+// form", not "malformed".
+func splitPlainLabels(s string) (labels []string, ok bool) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, false
+	}
+	body := s[1 : len(s)-1]
+	if body == "" {
+		return []string{}, true
+	}
+	labels = make([]string, 0, strings.Count(body, `","`)+1)
+	for {
+		// body is `"label"` or `"label",...`
+		if len(body) < 2 || body[0] != '"' {
+			return nil, false
+		}
+		end := 1
+		for end < len(body) && body[end] != '"' {
+			if c := body[end]; c == '\\' || c < 0x20 {
+				return nil, false
+			}
+			end++
+		}
+		if end == len(body) {
+			return nil, false
+		}
+		l := body[1:end]
+		if !utf8.ValidString(l) {
+			return nil, false
+		}
+		labels = append(labels, l)
+		body = body[end+1:]
+		if body == "" {
+			return labels, true
+		}
+		if body[0] != ',' {
+			return nil, false
+		}
+		body = body[1:]
+	}
 }
 
 func labelsJSON(labels []string) (string, error) {
