@@ -49,8 +49,10 @@ type Tool struct {
 	Read                     ReadHandler     // set iff Annotations.ReadOnly
 	Write                    WriteHandler    // set iff !Annotations.ReadOnly
 	// ResourceID returns the issue or comment id the arguments target ("" if none), for
-	// audit. It never fails: unparsable arguments give "".
-	ResourceID func(args json.RawMessage) string
+	// audit. It takes the arguments as the guard decoded them (one JSON object;
+	// numbers may be json.Number) so that they are not decoded again per call. It
+	// never fails: a missing or mistyped field gives "".
+	ResourceID func(args map[string]any) string
 }
 
 // Deps are the outside services handlers need.

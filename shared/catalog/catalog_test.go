@@ -323,14 +323,27 @@ func TestResourceID(t *testing.T) {
 		{"list_issues", `{"status":"open"}`, ""},
 		{"create_issue", `{"title":"x"}`, ""},
 		{"get_issue", `{"issue_id":7}`, ""},
-		{"get_issue", `not json`, ""},
-		{"get_issue", ``, ""},
+		{"get_issue", `{"issue_id":null}`, ""},
+		{"get_issue", `{"issue_id":["AAC-7"]}`, ""},
+		{"get_issue", `{"Issue_ID":"AAC-7"}`, ""},
+		{"get_issue", `{}`, ""},
+		{"get_issue", `{"issue_id":"` + strings.Repeat("A", maxResourceIDLen) + `"}`, strings.Repeat("A", maxResourceIDLen)},
+		{"get_issue", `{"issue_id":"` + strings.Repeat("A", maxResourceIDLen+1) + `"}`, ""},
 		{"get_issue", `{"issue_id":"` + strings.Repeat("A", 500) + `"}`, ""},
 	}
 	for _, tc := range tests {
 		tool, _ := cat.Lookup(tc.tool)
-		if got := tool.ResourceID(json.RawMessage(tc.args)); got != tc.want {
+		args, ok := mustInstance(t, tc.args).(map[string]any)
+		if !ok {
+			t.Fatalf("args %.40s is not an object", tc.args)
+		}
+		if got := tool.ResourceID(args); got != tc.want {
 			t.Errorf("%s ResourceID(%.40s) = %q, want %q", tc.tool, tc.args, got, tc.want)
+		}
+	}
+	for _, tool := range cat.Tools() {
+		if got := tool.ResourceID(nil); got != "" {
+			t.Errorf("%s ResourceID(nil) = %q, want \"\"", tool.Name, got)
 		}
 	}
 }

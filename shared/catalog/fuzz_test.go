@@ -35,6 +35,7 @@ func FuzzToolArguments(f *testing.F) {
 		{9, `{"issue_id":"AAC-2","confirm":true}`},
 		{10, `{"comment_id":"x","confirm":true}`},
 		{4, `[]`}, {4, `{"title":"a"} trailing`}, {4, ``}, {4, `{"title":"\u0000"}`},
+		{1, `{"issue_id":"a","issue_id":"b"}`}, {1, `{"issue_id":"\ud800"}`}, {10, "{\"comment_id\":\"\u00e9\xff\"}"},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, []byte(s.args))
@@ -70,9 +71,7 @@ func FuzzToolArguments(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, which byte, args []byte) {
 		tool := tools[int(which)%len(tools)]
-		if id := tool.ResourceID(args); len(id) > maxResourceIDLen {
-			t.Errorf("ResourceID returned %d bytes", len(id))
-		}
+		checkResourceID(t, tool, args)
 		c := Call{
 			Principal: auth.Principal{WorkspaceID: wsDemo, UserID: admin, Scopes: auth.AllScopes},
 			Role:      store.RoleAdmin, Args: args, Now: testNow,
@@ -110,4 +109,55 @@ func FuzzToolArguments(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkResourceID compares tool.ResourceID, which takes the arguments as the guard
+// decodes them, with resourceIDFromRaw, the function it replaced (which decoded the
+// raw bytes itself), on every input the guard passes on: one JSON object.
+func checkResourceID(t *testing.T, tool Tool, args []byte) {
+	t.Helper()
+	field, known := resourceField[tool.Name]
+	if !known {
+		t.Fatalf("resourceField has no entry for %s", tool.Name)
+	}
+	inst, err := decodeInstance(args)
+	obj, ok := inst.(map[string]any)
+	if err != nil || !ok {
+		return
+	}
+	got := tool.ResourceID(obj)
+	if len(got) > maxResourceIDLen {
+		t.Errorf("ResourceID returned %d bytes", len(got))
+	}
+	if want := resourceIDFromRaw(field)(args); got != want {
+		t.Errorf("%s ResourceID(%q) = %q, the raw-bytes version gives %q", tool.Name, args, got, want)
+	}
+}
+
+// resourceField is the argument each tool's ResourceID reads ("" for none).
+// Every catalog tool has an entry; checkResourceID fails on a tool without one.
+var resourceField = map[string]string{
+	"list_issues": "", "create_issue": "", "dashboard_usage_daily": "",
+	"get_issue": "issue_id", "list_comments": "issue_id", "update_issue": "issue_id",
+	"comment_issue": "issue_id", "assign_issue_to_agent": "issue_id", "trigger_autopilot": "issue_id",
+	"delete_issue": "issue_id", "delete_comment": "comment_id",
+}
+
+// resourceIDFromRaw is ResourceID as it was before it took decoded arguments: the
+// oracle for the fuzz comparison.
+func resourceIDFromRaw(field string) func(json.RawMessage) string {
+	return func(args json.RawMessage) string {
+		if field == "" {
+			return ""
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(args, &m) != nil {
+			return ""
+		}
+		var id string
+		if json.Unmarshal(m[field], &id) != nil || len(id) > maxResourceIDLen {
+			return ""
+		}
+		return id
+	}
 }

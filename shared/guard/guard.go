@@ -70,6 +70,9 @@ type Guard struct {
 	// schema does not compile (a catalog defect: those tools answer internal_error).
 	schemas    map[string]*jsonschema.Schema
 	schemaErrs map[string]error
+	// parallelReads: read-only calls read the member record beside the handler's
+	// read (see invokeRead).
+	parallelReads bool
 }
 
 // New builds a Guard and compiles every tool's input schema once.
@@ -93,6 +96,9 @@ func New(cfg Config) *Guard {
 	}
 	if g.idemTTL <= 0 {
 		g.idemTTL = DefaultIdempotencyTTL
+	}
+	if cr, ok := cfg.Store.(concurrentReader); ok {
+		g.parallelReads = cr.ConcurrentReads()
 	}
 	for _, t := range g.cat.Tools() {
 		sch, err := compileSchema(t.Name, t.InputSchema)
@@ -195,8 +201,12 @@ func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Err
 		c.rec.ArgsSHA256 = sha256Hex(c.args.canonical)
 	}
 	res := Result{Err: err}
-	// No usage counting: a rejected token names no workspace we could trust.
-	g.finish(ctx, c, &res, false)
+	// Counted like any other call: a malformed call of a known tool by an
+	// authenticated caller is an invocation (as an error), and the usage replay
+	// (shared/usagereplay) counts its audit record the same way. A rejected token
+	// names no workspace, so finish does not count it. The Lambda authorizer's
+	// guard only writes records and has no store: nothing to count there.
+	g.finish(ctx, c, &res, g.store != nil)
 }
 
 func (g *Guard) newCall(req Request) *call {
@@ -261,7 +271,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
 	if a.obj != nil && t.ResourceID != nil {
-		c.rec.ResourceID = truncate(t.ResourceID(a.raw), maxAuditText)
+		c.rec.ResourceID = truncate(t.ResourceID(a.obj), maxAuditText)
 	}
 
 	if !p.Has(t.Scopes...) {
@@ -347,14 +357,32 @@ func (g *Guard) role(ctx context.Context, p auth.Principal, t catalog.Tool) (sto
 	return m.Role, nil
 }
 
-// invokeRead runs a read-only tool's handler while the caller's member record is
+// concurrentReader is a store whose reads are network round trips (DynamoDB), so
+// two independent reads issued together cost one round trip of waiting instead of
+// two. A store whose reads are in-process CPU work (SQLite) does not implement it
+// or answers false: running its reads side by side only adds a goroutine spawn and
+// a futex wake-up to every call.
+type concurrentReader interface {
+	ConcurrentReads() bool
+}
+
+// invokeRead runs a read-only tool's handler after the member check, or, on a
+// store that gains from it (concurrentReader), while the caller's member record is
 // read: the two reads are independent, so on DynamoDB the call waits for one round
-// trip instead of two. The handler's result is used only if the member check
-// passes, so a non-member or an invalid role still gets permission_denied (and never
-// the data), exactly as if the check had run first; a read-only handler changes
-// nothing, so having run it is harmless. Read-only handlers see no Role (no
-// read-only tool depends on it: reads are the same for every role).
+// trip instead of two. In that case the handler's result is used only if the
+// member check passes, so a non-member or an invalid role still gets
+// permission_denied (and never the data), exactly as if the check had run first;
+// a read-only handler changes nothing, so having run it is harmless. Read-only
+// handlers see no Role (no read-only tool depends on it: reads are the same for
+// every role).
 func (g *Guard) invokeRead(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
+	tc := catalog.Call{Principal: p, Args: a.raw, Now: c.now}
+	if !g.parallelReads {
+		if _, err := g.role(ctx, p, t); err != nil {
+			return Result{Err: err}
+		}
+		return g.invoke(ctx, c, tc)
+	}
 	var roleErr *apperr.Error
 	done := make(chan struct{})
 	go func() {
@@ -367,7 +395,7 @@ func (g *Guard) invokeRead(ctx context.Context, c *call, p auth.Principal, t cat
 		}()
 		_, roleErr = g.role(ctx, p, t)
 	}()
-	res := g.invoke(ctx, c, catalog.Call{Principal: p, Args: a.raw, Now: c.now})
+	res := g.invoke(ctx, c, tc)
 	<-done
 	if roleErr != nil {
 		return Result{Err: roleErr}
@@ -458,7 +486,7 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 	var auditErr, usageErr error
 	var wg sync.WaitGroup
 	wg.Go(func() { auditErr = g.sink.Write(dctx, c.rec) })
-	if countUsage && c.known && c.req.Principal != nil {
+	if countUsage && c.known && c.req.Principal != nil && c.req.Principal.WorkspaceID != "" {
 		inc := store.UsageIncrement{
 			WorkspaceID: c.rec.WorkspaceID,
 			Date:        end.Format(time.DateOnly),

@@ -592,17 +592,56 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
+// TestRecordRejected: a call refused before the guard ran still gets its record;
+// it counts usage exactly when a call would (a known tool and a principal), which is
+// also what the usage replay counts from the record.
 func TestRecordRejected(t *testing.T) {
-	e := newEnv(t, nil)
-	e.g.RecordRejected(context.Background(), guard.Request{Tool: "delete_issue", Transport: audit.TransportMCP, Args: json.RawMessage(`{"issue_id":"x"}`)},
-		apperr.New(apperr.InvalidToken, "bad token"))
-	recs := e.sink.Records()
-	if len(recs) != 1 {
-		t.Fatalf("%d records", len(recs))
+	cases := []struct {
+		name      string
+		principal *auth.Principal
+		tool      string
+		err       *apperr.Error
+		outcome   string
+		ws        string
+		calls     int64 // usage_daily calls for the tool today
+	}{
+		{"rejected token", nil, "delete_issue", apperr.New(apperr.InvalidToken, "bad token"), "denied", "", 0},
+		// The authorizer names a revoked token by its id only: no workspace to count in.
+		{"revoked token", &auth.Principal{TokenID: "tok_1"}, "get_issue", apperr.New(apperr.InvalidToken, "revoked"), "denied", "", 0},
+		{"malformed call by a member", gt.Principal(gt.WS, gt.Admin, all...), "get_issue",
+			apperr.New(apperr.InvalidArguments, "malformed tools/call request"), "error", gt.WS, 1},
+		{"malformed call of an unknown tool", gt.Principal(gt.WS, gt.Admin, all...), "no_such_tool",
+			apperr.New(apperr.InvalidArguments, "malformed tools/call request"), "error", gt.WS, 0},
 	}
-	r := recs[0]
-	if r.Outcome != "denied" || r.Reason != "invalid_token" || r.Tool != "delete_issue" || !r.Destructive || r.ArgsSHA256 == "" || r.WorkspaceID != "" {
-		t.Errorf("record = %+v", r)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.g.RecordRejected(context.Background(), guard.Request{Principal: tc.principal, Tool: tc.tool,
+				Transport: audit.TransportMCP, Args: json.RawMessage(`{"issue_id":"x"}`)}, tc.err)
+			recs := e.sink.Records()
+			if len(recs) != 1 {
+				t.Fatalf("%d records, want 1", len(recs))
+			}
+			r := recs[0]
+			if r.Outcome != tc.outcome || r.Reason != string(tc.err.Code) || r.Tool != tc.tool || r.ArgsSHA256 == "" || r.WorkspaceID != tc.ws ||
+				r.Destructive != (tc.tool == "delete_issue") {
+				t.Errorf("record = %+v", r)
+			}
+			day := time.Now().UTC().Format(time.DateOnly)
+			rows, err := e.w.Store.ListUsage(context.Background(), gt.WS, day, day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls, errs int64
+			for _, row := range rows {
+				if row.Tool == tc.tool {
+					calls, errs = row.Calls, row.Errors
+				}
+			}
+			if calls != tc.calls || errs != tc.calls {
+				t.Errorf("usage of %s = %d calls, %d errors; want %d and %d", tc.tool, calls, errs, tc.calls, tc.calls)
+			}
+		})
 	}
 }
 

@@ -43,11 +43,26 @@ type rpcEnvelope struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// toolCallParams are the params of tools/call.
+// toolCallParams are the params of tools/call, decoded once for every reader in
+// the pre-dispatch (authentication, audit, protocol check).
 type toolCallParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      toolCallMeta    `json:"_meta"`
+}
+
+// toolCallMeta is the _meta of tools/call params. Its fields decode exactly as a
+// map[string]json.RawMessage field would (the members of a repeated _meta merge, a
+// null clears them); members counts the _meta members seen, which tells whether
+// fields holds what a decoder keeping only the last _meta would see.
+type toolCallMeta struct {
+	fields  map[string]json.RawMessage
+	members int
+}
+
+func (m *toolCallMeta) UnmarshalJSON(data []byte) error {
+	m.members++
+	return json.Unmarshal(data, &m.fields)
 }
 
 type rpcError struct {
@@ -110,13 +125,65 @@ func validID(id json.RawMessage) bool {
 }
 
 // parseToolCall decodes tools/call params; malformed params give zero values (the
-// call is then refused as naming no known tool, and audited as such).
-func parseToolCall(params json.RawMessage) toolCallParams {
-	var p toolCallParams
+// call is then refused as naming no known tool, and audited as such) and ok false.
+func parseToolCall(params json.RawMessage) (p toolCallParams, ok bool) {
 	if json.Unmarshal(params, &p) != nil {
-		return toolCallParams{}
+		return toolCallParams{}, false
 	}
-	return p
+	return p, true
+}
+
+// declaredVersion is the protocol version p's _meta declares, as checkProtocol
+// reads it from the raw params (decoding _meta as an *mcp.Meta), without decoding
+// them again. It is unknown when the two readings could differ: params that did
+// not decode (decoded false) and a repeated _meta, whose members this decoding
+// merges where *mcp.Meta keeps the last. A number beyond float64 anywhere in _meta
+// makes *mcp.Meta fail to decode, hence declare nothing; it does the same here.
+func (p toolCallParams) declaredVersion(decoded bool) bodyVersion {
+	switch {
+	case !decoded || p.Meta.members > 1:
+		return bodyVersion{}
+	case p.Meta.members == 0:
+		return bodyVersion{known: true}
+	}
+	for _, raw := range p.Meta.fields {
+		if !numbersFitFloat64(raw) {
+			return bodyVersion{known: true}
+		}
+	}
+	return bodyVersion{v: metaString(p.Meta.fields, mcp.MetaKeyProtocolVersion), known: true}
+}
+
+// numbersFitFloat64 reports whether every number in b, one valid JSON value, is
+// within float64's range: what decoding b into an any (as *mcp.Meta does) needs.
+func numbersFitFloat64(b []byte) bool {
+	for i := 0; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		case c == '-' || ('0' <= c && c <= '9'):
+			j := i
+			for j < len(b) && isNumberByte(b[j]) {
+				j++
+			}
+			if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+				return false
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return true
+}
+
+func isNumberByte(c byte) bool {
+	return ('0' <= c && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // rpcIDString renders a JSON-RPC id for the audit record.
@@ -179,9 +246,14 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	env, batch, perr := parseEnvelope(body)
 	isCall := perr == nil && !batch && env.Method == string(mcp.MethodToolsCall)
-	var tc toolCallParams
+	var (
+		tc       toolCallParams
+		declared bodyVersion
+	)
 	if isCall {
-		tc = parseToolCall(env.Params)
+		var decoded bool
+		tc, decoded = parseToolCall(env.Params)
+		declared = tc.declaredVersion(decoded)
 	}
 	if _, ok := h.authenticate(w, r, tc.Name, tc.Arguments, env.ID, true); !ok {
 		return
@@ -193,9 +265,9 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if isCall {
 		req := h.baseRequest(r, tc.Name, tc.Arguments)
 		req.JSONRPCID = rpcIDString(env.ID)
-		req.ClientName, req.ClientVersion = clientInfo(tc.Meta)
+		req.ClientName, req.ClientVersion = clientInfo(tc.Meta.fields)
 		if req.ProtocolVersion == "" {
-			req.ProtocolVersion = metaString(tc.Meta, mcp.MetaKeyProtocolVersion)
+			req.ProtocolVersion = metaString(tc.Meta.fields, mcp.MetaKeyProtocolVersion)
 		}
 		st.call = &req
 	}
@@ -203,7 +275,7 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// malformed request is a 400, never a scope challenge.
 	pe := checkContentType(r.Header)
 	if pe == nil && perr == nil {
-		pe = checkProtocol(r.Header, env)
+		pe = checkProtocol(r.Header, env, declared)
 	}
 	if pe != nil {
 		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, pe.code, pe.msg, pe.data))

@@ -27,20 +27,26 @@ type protocolError struct {
 	data any
 }
 
+// bodyVersion is the protocol version a message's params declare in _meta, when
+// the caller has read it already (known); "" declares none.
+type bodyVersion struct {
+	v     string
+	known bool
+}
+
 // checkProtocol validates the MCP-Protocol-Version header against the revisions this
 // server speaks and, for a 2026-07-28 (or later) request, the version declared in
 // the body's _meta and the Mcp-Method / Mcp-Name headers that must mirror the body
 // (SEP-2243). A missing header is accepted: 2025-03-26 clients send none, and the
-// initialize request of later revisions precedes the negotiation.
-func checkProtocol(header http.Header, env rpcEnvelope) *protocolError {
+// initialize request of later revisions precedes the negotiation. declared spares
+// decoding the params again when the caller knows the body's version (a tools/call
+// decodes its params once for every reader); its answer is the same either way.
+func checkProtocol(header http.Header, env rpcEnvelope, declared bodyVersion) *protocolError {
 	hv := header.Get(mcp.HeaderProtocolVersion)
-	var params struct {
-		Meta *mcp.Meta `json:"_meta"`
+	mv := declared.v
+	if !declared.known {
+		mv = metaProtocolVersion(env.Params)
 	}
-	// Malformed params are mcp-go's to report (as -32602); here they only mean
-	// that no version is declared in the body.
-	_ = json.Unmarshal(env.Params, &params)
-	mv := params.Meta.ProtocolVersion()
 
 	for _, v := range []string{hv, mv} {
 		if v != "" && !mcp.IsValidProtocolVersion(v) {
@@ -72,6 +78,17 @@ func checkProtocol(header http.Header, env rpcEnvelope) *protocolError {
 		return &protocolError{code: mcp.HEADER_MISMATCH, msg: "header mismatch"}
 	}
 	return nil
+}
+
+// metaProtocolVersion reads the protocol version declared in params' _meta as
+// mcp-go reads it (an *mcp.Meta). Malformed params are mcp-go's to report (as
+// -32602); here they only mean that no version is declared in the body.
+func metaProtocolVersion(params json.RawMessage) string {
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Meta.ProtocolVersion()
 }
 
 // checkContentType refuses a body not declared as JSON, as the transport requires.

@@ -27,7 +27,7 @@ func FuzzCheckProtocol(f *testing.F) {
 				h.Set(k, v)
 			}
 		}
-		pe := checkProtocol(h, env)
+		pe := checkProtocol(h, env, bodyVersion{})
 		if pe == nil {
 			return
 		}
