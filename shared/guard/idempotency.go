@@ -51,6 +51,7 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		if !apperr.Is(err, apperr.Conflict) {
 			return Result{Err: apperr.As(err)}
 		}
+		claim.Supersedes = nil
 		prev, err := g.store.GetIdempotency(ctx, k)
 		if apperr.Is(err, apperr.NotFound) {
 			continue // released in between: claim again
@@ -62,10 +63,14 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		abandoned := prev.State == store.IdemPending && c.now.Sub(prev.CreatedAt) > PendingLease
 		if expired || abandoned {
 			// Expired but not yet swept (DynamoDB TTL is lazy), or claimed by a call
-			// that died: it no longer counts.
-			if err := g.store.DeleteIdempotency(ctx, k); err != nil && !apperr.Is(err, apperr.NotFound) {
-				return Result{Err: apperr.As(err)}
-			}
+			// that died: it no longer counts, and the next claim takes the key over.
+			// Only from this very record, though: several retries may have read it at
+			// once, and a release followed by a fresh claim would let each one delete
+			// the claim of the retry before it and run too. The store replaces it only
+			// if it is still stored unchanged; a retry that finds it already replaced
+			// gets conflict, reads the winner's claim and is refused as in progress,
+			// like any duplicate of a running call.
+			claim.Supersedes = &prev
 			continue
 		}
 		if prev.ArgsDigest != claim.ArgsDigest {
@@ -97,6 +102,7 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		return res
 	}
 	done := claim
+	done.Supersedes = nil
 	done.State = store.IdemCompleted
 	done.Result = res.JSON
 	done.ResourceID = c.rec.ResourceID

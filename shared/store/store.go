@@ -87,7 +87,9 @@ type Writer interface {
 	UpdateUsage(ctx context.Context, u UsageIncrement) error
 
 	// CreateIdempotency claims the key: it stores rec with State "pending" and fails
-	// with conflict if any record for the key exists (the caller then reads it).
+	// with conflict if any record for the key exists (the caller then reads it). With
+	// rec.Supersedes set, the one record it names may be replaced too, atomically: see
+	// IdempotencyRecord.Supersedes.
 	CreateIdempotency(ctx context.Context, rec IdempotencyRecord) error
 	// UpdateIdempotency stores the final result of a claimed key (State "completed").
 	UpdateIdempotency(ctx context.Context, rec IdempotencyRecord) error
@@ -320,4 +322,13 @@ type IdempotencyRecord struct {
 	ResourceID string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
+
+	// Supersedes is read by CreateIdempotency only (stores never return it): it takes
+	// the key over from a record that no longer counts (a pending claim whose call
+	// died, an expired record not yet swept), the one the caller read. The claim then
+	// replaces the stored record only if that is still this record, same State and
+	// CreatedAt, in one conditional write; if it changed meanwhile (another retry took
+	// the key over first, or the first call settled) the claim fails with conflict,
+	// like any claim of a held key. A free key is claimed as without it.
+	Supersedes *IdempotencyRecord
 }

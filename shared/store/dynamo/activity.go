@@ -258,8 +258,11 @@ func encodeIdem(rec store.IdempotencyRecord) item {
 }
 
 // CreateIdempotency implements store.Writer: a conditional put claims the key. The
-// condition admits our own retried request (nonce) and an expired record that TTL has
-// not swept yet.
+// condition admits our own retried request (nonce), an expired record that TTL has
+// not swept yet, and the record rec.Supersedes names while it is stored unchanged
+// (same state and created_at, which the fixed-width time layout compares exactly):
+// of two takeovers of the same record, the second finds the first one's claim and
+// fails with conflict.
 func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
 	if !checkIdemKey(rec.IdempotencyKey) {
 		return apperr.New(apperr.InvalidArguments, "idempotency key parts must be non-empty and without '#'")
@@ -271,12 +274,20 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	n := nonce()
 	it := encodeIdem(rec)
 	it["nonce"] = avS(n)
+	cond := "attribute_not_exists(PK) OR nonce = :n OR #ttl < :now"
+	names := map[string]string{"#ttl": attrTTL}
+	values := item{":n": avS(n), ":now": avN(s.now().Unix())}
+	if p := rec.Supersedes; p != nil && p.State != "" {
+		cond += " OR (#state = :supState AND created_at = :supCreated)"
+		names["#state"] = "state"
+		values[":supState"], values[":supCreated"] = avS(p.State), avTime(p.CreatedAt)
+	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(s.table),
 		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n OR #ttl < :now"),
-		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
-		ExpressionAttributeValues: item{":n": avS(n), ":now": avN(s.now().Unix())},
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if conditionFailed(err) {
 		return apperr.New(apperr.Conflict, "idempotency key already claimed")

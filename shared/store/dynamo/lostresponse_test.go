@@ -202,6 +202,30 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 			},
 		},
 		{
+			// The retried takeover finds its own claim, no longer the record it names:
+			// the nonce must admit it, or the one retry that won would be refused.
+			name: "CreateIdempotency takeover", op: "PutItem", parts: []string{":supCreated"},
+			act: func(t *testing.T, f fixture) error {
+				k := store.IdempotencyKey{WorkspaceID: f.ws, UserID: "u", Tool: "create_issue", KeyHash: "abandoned"}
+				dead := store.IdempotencyRecord{IdempotencyKey: k, State: store.IdemPending, ArgsDigest: "dead", CreatedAt: at.Add(-time.Hour), ExpiresAt: at.Add(time.Hour)}
+				if err := e.store.CreateIdempotency(ctx, dead); err != nil {
+					return err
+				}
+				read, err := e.store.GetIdempotency(ctx, k)
+				if err != nil {
+					return err
+				}
+				return e.store.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, State: store.IdemPending, ArgsDigest: "retry",
+					CreatedAt: at, ExpiresAt: at.Add(time.Hour), Supersedes: &read})
+			},
+			check: func(t *testing.T, f fixture) {
+				got, err := e.store.GetIdempotency(ctx, store.IdempotencyKey{WorkspaceID: f.ws, UserID: "u", Tool: "create_issue", KeyHash: "abandoned"})
+				if err != nil || got.ArgsDigest != "retry" || !got.CreatedAt.Equal(at) {
+					t.Errorf("GetIdempotency = %+v, %v; want the takeover's claim", got, err)
+				}
+			},
+		},
+		{
 			name: "UpdateUsage calls", op: "UpdateItem", parts: []string{"calls", "evs"},
 			act: func(t *testing.T, f fixture) error {
 				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "denied", EventID: store.NewULID()})

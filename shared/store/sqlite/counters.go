@@ -94,7 +94,10 @@ func (s *Store) GetIdempotency(ctx context.Context, k store.IdempotencyKey) (sto
 }
 
 // CreateIdempotency implements store.Writer. An expired record does not block a new
-// claim. Zero CreatedAt and ExpiresAt default to now and now+IdempotencyTTL.
+// claim, nor does the record rec.Supersedes names while it is stored unchanged: both
+// are removed in the claim's own write transaction, so of two takeovers of the same
+// record the second finds the first one's claim and fails with conflict. Zero
+// CreatedAt and ExpiresAt default to now and now+IdempotencyTTL.
 func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
 	if err := validIdemKey(rec.IdempotencyKey); err != nil {
 		return err
@@ -107,10 +110,18 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 		rec.State = store.IdemPending
 	}
 	k := rec.IdempotencyKey
+	// Without a superseded record the second alternative matches no row: a stored
+	// state is never empty.
+	var supState string
+	var supCreated int64
+	if p := rec.Supersedes; p != nil && p.State != "" {
+		supState, supCreated = p.State, nanos(p.CreatedAt)
+	}
 	return s.write(ctx, func(x q) error {
 		if _, err := x.exec(`DELETE FROM idempotency
-			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at <= ?`,
-			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, nanos(s.now())); err != nil {
+			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
+			AND (expires_at <= ? OR (state = ? AND created_at = ?))`,
+			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, nanos(s.now()), supState, supCreated); err != nil {
 			return err
 		}
 		_, err := x.exec(`INSERT INTO idempotency (workspace_id, user_id, tool, key_hash, state, args_digest, result,

@@ -25,7 +25,8 @@
 //   - CreateToken is conflict when the hash or the token id exists; ListTokens is
 //     newest first (created_at, then token id); a second revoke keeps the first time;
 //   - DeleteIdempotency of an absent key succeeds; an expired record is not_found
-//     and does not block a new claim;
+//     and does not block a new claim; a claim with Supersedes naming a record that
+//     is gone claims the free key;
 //   - rate counters are per (workspace, key, window start): an earlier window keeps
 //     its own count.
 package storetest
@@ -65,6 +66,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Deletes", testDeletes},
 		{"AutopilotRuns", testAutopilotRuns},
 		{"Idempotency", testIdempotency},
+		{"IdempotencyTakeover", testIdempotencyTakeover},
+		{"IdempotencyTakeoverRace", testIdempotencyTakeoverRace},
 		{"Usage", testUsage},
 		{"RateCounters", testRateCounters},
 		{"Tokens", testTokens},
