@@ -3,7 +3,8 @@ package audit
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/aacworkflow/aacmcp/shared/internal/jsonstr"
 )
 
 // AppendLine appends r to dst as one JSON line ending in '\n', the form every sink
@@ -26,27 +27,27 @@ func AppendLine(dst []byte, r Record) []byte {
 
 func appendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `{"event_id":`...)
-	dst = appendString(dst, r.EventID)
+	dst = jsonstr.Append(dst, r.EventID)
 	dst = append(dst, `,"event_version":`...)
-	dst = appendString(dst, r.EventVersion)
+	dst = jsonstr.Append(dst, r.EventVersion)
 	dst = append(dst, `,"timestamp":`...)
-	dst = appendString(dst, r.Timestamp)
+	dst = jsonstr.Append(dst, r.Timestamp)
 	dst = append(dst, `,"tool":`...)
-	dst = appendString(dst, r.Tool)
+	dst = jsonstr.Append(dst, r.Tool)
 	dst = append(dst, `,"outcome":`...)
-	dst = appendString(dst, r.Outcome)
+	dst = jsonstr.Append(dst, r.Outcome)
 	dst = append(dst, `,"reason":`...)
-	dst = appendString(dst, r.Reason)
+	dst = jsonstr.Append(dst, r.Reason)
 	dst = append(dst, `,"scopes_provided":`...)
 	dst = appendStrings(dst, r.ScopesProvided)
 	dst = append(dst, `,"scopes_required":`...)
 	dst = appendStrings(dst, r.ScopesRequired)
 	dst = append(dst, `,"workspace_id":`...)
-	dst = appendString(dst, r.WorkspaceID)
+	dst = jsonstr.Append(dst, r.WorkspaceID)
 	dst = append(dst, `,"user_id":`...)
-	dst = appendString(dst, r.UserID)
+	dst = jsonstr.Append(dst, r.UserID)
 	dst = append(dst, `,"token_id":`...)
-	dst = appendString(dst, r.TokenID)
+	dst = jsonstr.Append(dst, r.TokenID)
 	dst = append(dst, `,"read_only":`...)
 	dst = strconv.AppendBool(dst, r.ReadOnly)
 	dst = append(dst, `,"destructive":`...)
@@ -54,31 +55,31 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"confirm_present":`...)
 	dst = strconv.AppendBool(dst, r.ConfirmPresent)
 	dst = append(dst, `,"resource_id":`...)
-	dst = appendString(dst, r.ResourceID)
+	dst = jsonstr.Append(dst, r.ResourceID)
 	dst = append(dst, `,"idempotency_key":`...)
-	dst = appendString(dst, r.IdempotencyKey)
+	dst = jsonstr.Append(dst, r.IdempotencyKey)
 	dst = append(dst, `,"idempotent_replay":`...)
 	dst = strconv.AppendBool(dst, r.IdempotentReplay)
 	dst = append(dst, `,"request_id":`...)
-	dst = appendString(dst, r.RequestID)
+	dst = jsonstr.Append(dst, r.RequestID)
 	dst = append(dst, `,"jsonrpc_id":`...)
-	dst = appendString(dst, r.JSONRPCID)
+	dst = jsonstr.Append(dst, r.JSONRPCID)
 	dst = append(dst, `,"client_name":`...)
-	dst = appendString(dst, r.ClientName)
+	dst = jsonstr.Append(dst, r.ClientName)
 	dst = append(dst, `,"client_version":`...)
-	dst = appendString(dst, r.ClientVersion)
+	dst = jsonstr.Append(dst, r.ClientVersion)
 	dst = append(dst, `,"protocol_version":`...)
-	dst = appendString(dst, r.ProtocolVersion)
+	dst = jsonstr.Append(dst, r.ProtocolVersion)
 	dst = append(dst, `,"user_agent":`...)
-	dst = appendString(dst, r.UserAgent)
+	dst = jsonstr.Append(dst, r.UserAgent)
 	dst = append(dst, `,"source_ip":`...)
-	dst = appendString(dst, r.SourceIP)
+	dst = jsonstr.Append(dst, r.SourceIP)
 	dst = append(dst, `,"args_sha256":`...)
-	dst = appendString(dst, r.ArgsSHA256)
+	dst = jsonstr.Append(dst, r.ArgsSHA256)
 	dst = append(dst, `,"duration_ms":`...)
 	dst = strconv.AppendInt(dst, r.DurationMS, 10)
 	dst = append(dst, `,"transport":`...)
-	dst = appendString(dst, r.Transport)
+	dst = jsonstr.Append(dst, r.Transport)
 	return append(dst, "}\n"...)
 }
 
@@ -112,79 +113,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, s)
+		dst = jsonstr.Append(dst, s)
 	}
 	return append(dst, ']')
-}
-
-// plainASCII marks the ASCII bytes encoding/json copies into a string unchanged (its
-// htmlSafeSet): printable characters and DEL, except '"', '\\' and the HTML-unsafe
-// '<', '>' and '&'.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		switch b {
-		case '"', '\\', '<', '>', '&':
-		default:
-			t[b] = true
-		}
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped exactly as encoding/json's Marshal
-// escapes it (HTML escaping on).
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if plainASCII[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				// The other control characters, and <, > and & so that a record
-				// pasted into HTML cannot close a script element.
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			// Invalid UTF-8 is replaced, byte by byte, so that every line is valid
-			// UTF-8 for Athena and the schema validator.
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			// Valid JSON but line breaks to JavaScript (JSONP).
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

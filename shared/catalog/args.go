@@ -102,10 +102,10 @@ func resourceIDFrom(field string) func(map[string]any) string {
 func noResourceID(map[string]any) string { return "" }
 
 // wireIssue guarantees the wire shape the output schema promises whatever the backend
-// returns: labels is an array, never null.
-func wireIssue(i store.Issue) store.Issue {
+// returns: labels is an array, never null. The result encodes itself (encode.go).
+func wireIssue(i store.Issue) issueResult {
 	if i.Labels == nil {
 		i.Labels = []string{}
 	}
-	return i
+	return issueResult(i)
 }

@@ -74,7 +74,7 @@ func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := store.IssuePage{Issues: make([]store.Issue, 0, len(page.Issues)), NextCursor: page.NextCursor}
+	out := issuePage{Issues: make([]issueResult, 0, len(page.Issues)), NextCursor: page.NextCursor}
 	for _, i := range page.Issues {
 		out.Issues = append(out.Issues, wireIssue(i))
 	}

@@ -55,19 +55,29 @@ func FuzzToolResponseJSON(f *testing.F) {
 	})
 }
 
-// FuzzQuoteJSON: the one-pass quoting gives exactly encoding/json's bytes, for any
-// input (JSON or not).
-func FuzzQuoteJSON(f *testing.F) {
-	for _, seed := range []string{`{"a":"b\\c\"d"}`, "x<y", "tab\there", "\u2028", "\xff", "é✓", "\x7f", ""} {
+// FuzzToolResponseText: for any result bytes (JSON or not, so that the escaper's
+// every branch is reached) the direct response is byte for byte the fixed parts, the
+// id, json.Marshal(string(result)) as the text and the result itself.
+func FuzzToolResponseText(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":"b\\c\"d"}`, "x<y", "tab\there", "\u2028", "\xff", "é✓", "\x7f", "\xe2\x80",
+		`{"issues":[{"title":"\u003cb\u003e \u2028 \ufffd","labels":["a\"b"]}],"next_cursor":""}`,
+	} {
 		f.Add([]byte(seed))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want, err := json.Marshal(string(b))
+	f.Fuzz(func(t *testing.T, result []byte) {
+		if len(result) == 0 {
+			return // not a result the direct path shapes
+		}
+		text, err := json.Marshal(string(result))
 		if err != nil {
 			t.Skip()
 		}
-		if got := quoteJSON(b); !bytes.Equal(got, want) {
-			t.Fatalf("quoteJSON(%q) = %s, want %s", b, got, want)
+		want := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + string(text) +
+			`}],"structuredContent":` + string(result) + `}}`
+		got, ok := toolResponseJSON([]byte("7"), guard.Result{JSON: result})
+		if !ok || string(got) != want {
+			t.Fatalf("toolResponseJSON(%q) = %q, %v\nwant %q", result, got, ok, want)
 		}
 	})
 }
