@@ -36,29 +36,59 @@ func ParseTime(s string) (time.Time, error) {
 // ids hands out event ids. ulid.Monotonic is not safe for concurrent use, so it is
 // guarded here; monotonic entropy makes ids minted in the same millisecond sort in
 // minting order, and crypto/rand keeps concurrent Lambda instances from colliding.
+//
+// The entropy part of an id is drawn into buf, under the lock, rather than into the
+// caller's id, which would otherwise escape to the heap through the io.Reader the
+// monotonic source reads from.
 var ids = struct {
 	sync.Mutex
 	entropy *ulid.MonotonicEntropy
-}{entropy: ulid.Monotonic(crand.Reader, 0)}
+	buf     [10]byte
+}{entropy: newEntropy()}
+
+func newEntropy() *ulid.MonotonicEntropy { return ulid.Monotonic(crand.Reader, 0) }
 
 // NewEventID returns a new ULID for a record completed now.
 func NewEventID() string { return NewEventIDAt(time.Now()) }
 
 // NewEventIDAt returns a new ULID whose time part is t (the record's timestamp), so
-// that ids sort with the records they name. Safe for concurrent use.
+// that ids sort with the records they name. Safe for concurrent use: only the draw
+// from the monotonic source is serialized; the id is encoded outside the lock.
 func NewEventIDAt(t time.Time) string {
+	var id ulid.ULID
+	ms := ulid.Timestamp(t)
 	ids.Lock()
-	defer ids.Unlock()
-	id, err := ulid.New(ulid.Timestamp(t), ids.entropy)
+	err := drawLocked(&id, ms)
 	if err != nil {
 		// Only the monotonic counter of one millisecond overflowing, or a time before
 		// 1970 or after 10889, gets here. Fresh entropy starts a new sequence.
-		ids.entropy = ulid.Monotonic(crand.Reader, 0)
-		if id, err = ulid.New(ulid.Timestamp(t), ids.entropy); err != nil {
-			id = ulid.MustNew(ulid.Now(), ids.entropy)
+		ids.entropy = newEntropy()
+		if err = drawLocked(&id, ms); err != nil {
+			err = drawLocked(&id, ulid.Now())
 		}
 	}
-	return id.String()
+	ids.Unlock()
+	if err != nil {
+		// A fresh source for the current time cannot fail: crypto/rand does not
+		// return errors (Go 1.24 and later) and the current time is in range.
+		panic(fmt.Sprintf("audit: minting an event id: %v", err))
+	}
+	var text [ulid.EncodedSize]byte
+	_ = id.MarshalTextTo(text[:]) // cannot fail: text has the encoded size
+	return string(text[:])
+}
+
+// drawLocked sets id's time to ms and its entropy from the monotonic source. The
+// caller holds ids.
+func drawLocked(id *ulid.ULID, ms uint64) error {
+	if err := id.SetTime(ms); err != nil {
+		return err
+	}
+	if err := ids.entropy.MonotonicRead(ms, ids.buf[:]); err != nil {
+		return err
+	}
+	copy(id[6:], ids.buf[:])
+	return nil
 }
 
 // Outcomes, as written in Record.Outcome (the strings of apperr.Outcome).

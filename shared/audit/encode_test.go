@@ -81,6 +81,46 @@ func TestNewEventIDConcurrentUniqueAndOrdered(t *testing.T) {
 	}
 }
 
+// TestNewEventIDAtOutOfRange: a time ULID cannot hold is not a panic and not an
+// invalid id; the id falls back to the current time. Ids of times in range carry
+// them exactly and increase within the millisecond.
+func TestNewEventIDAtOutOfRange(t *testing.T) {
+	tests := []struct {
+		name    string
+		at      time.Time
+		wantNow bool
+	}{
+		{"epoch", time.Unix(0, 0), false},
+		{"recent", time.Date(2025, 6, 22, 15, 30, 0, 123e6, time.UTC), false},
+		{"before 1970", time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC), true},
+		{"after 10889", time.Date(10890, 1, 1, 0, 0, 0, 0, time.UTC), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var prev string
+			for range 300 {
+				before := time.Now().Truncate(time.Millisecond)
+				id := audit.NewEventIDAt(tt.at)
+				after := time.Now()
+				u, err := ulid.ParseStrict(id)
+				if err != nil {
+					t.Fatalf("id %q: %v", id, err)
+				}
+				got := ulid.Time(u.Time())
+				switch {
+				case tt.wantNow && (got.Before(before) || got.After(after)):
+					t.Fatalf("id %s has time %v, want the current time", id, got)
+				case !tt.wantNow && !got.Equal(tt.at):
+					t.Fatalf("id %s has time %v, want %v", id, got, tt.at)
+				case !tt.wantNow && id <= prev:
+					t.Fatalf("id %s after %s: not monotonic", id, prev)
+				}
+				prev = id
+			}
+		})
+	}
+}
+
 func TestMarshalUnmarshalLine(t *testing.T) {
 	r := audittest.Record(time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC), func(r *audit.Record) {
 		r.ScopesProvided, r.ScopesRequired = nil, nil
@@ -156,6 +196,18 @@ func FuzzUnmarshalLine(f *testing.F) {
 		}
 		if !reflect.DeepEqual(r, r2) {
 			t.Fatalf("round trip changed the record")
+		}
+	})
+}
+
+// BenchmarkNewEventIDAtParallel mints ids from many goroutines at once, as a
+// loaded server does (one per finished call).
+func BenchmarkNewEventIDAtParallel(b *testing.B) {
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = audit.NewEventIDAt(time.Now())
 		}
 	})
 }

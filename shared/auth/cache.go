@@ -3,6 +3,7 @@ package auth
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"slices"
 	"sync"
 	"time"
@@ -19,19 +20,36 @@ const DefaultCacheSize = 1024
 // CachedVerifier remembers successful verifications for a short TTL, keyed by the
 // secret's hash. Failures are never cached: a token that is created or fixed works at
 // once, and a flood of bad tokens cannot evict good entries. Safe for concurrent use.
+//
+// Every request looks its token up here, so a hit is kept cheap: the key is the
+// binary SHA-256 (the hex form Hash returns would cost two allocations per
+// request), and lookups share a read lock, taking the write lock only to insert.
 type CachedVerifier struct {
 	v    *Verifier
 	ttl  time.Duration
 	size int
 
-	mu      sync.Mutex
-	entries map[string]*list.Element // hash -> element holding *cacheEntry
-	order   *list.List               // front = oldest insertion
+	mu      sync.RWMutex
+	entries map[cacheKey]*list.Element // hash -> element holding *cacheEntry
+	order   *list.List                 // front = oldest insertion
+}
+
+// cacheKey is the SHA-256 of a secret: the cache holds no secrets.
+type cacheKey [sha256.Size]byte
+
+// keyOf hashes a secret of the token format's length (the only secrets that reach
+// the cache) through a buffer on the stack instead of a converted copy on the heap.
+func keyOf(secret string) cacheKey {
+	var buf [TokenLen]byte
+	if len(secret) > len(buf) {
+		return sha256.Sum256([]byte(secret))
+	}
+	return sha256.Sum256(append(buf[:0], secret...))
 }
 
 type cacheEntry struct {
-	hash    string
-	p       Principal
+	hash    cacheKey
+	p       Principal // p.Scopes is the entry's own copy, never written after put
 	expires time.Time
 }
 
@@ -44,7 +62,7 @@ func NewCachedVerifier(v *Verifier, ttl time.Duration, size int) *CachedVerifier
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &CachedVerifier{v: v, ttl: ttl, size: size, entries: make(map[string]*list.Element), order: list.New()}
+	return &CachedVerifier{v: v, ttl: ttl, size: size, entries: make(map[cacheKey]*list.Element), order: list.New()}
 }
 
 // Verify answers from the cache when it holds an unexpired success for this secret,
@@ -53,7 +71,7 @@ func (c *CachedVerifier) Verify(ctx context.Context, secret string) (Principal, 
 	if !ValidFormat(secret) {
 		return Principal{}, reject(ReasonMalformed, "")
 	}
-	h := Hash(secret)
+	h := keyOf(secret)
 	now := c.v.now()
 	if p, ok := c.get(h, now); ok {
 		return p, nil
@@ -70,24 +88,31 @@ func (c *CachedVerifier) Verify(ctx context.Context, secret string) (Principal, 
 	return p, nil
 }
 
-func (c *CachedVerifier) get(h string, now time.Time) (Principal, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// get answers from an unexpired entry. An expired one is left in place: the caller
+// verifies the secret next and put replaces it, or eviction drops it; removing it
+// here would make every lookup take the write lock.
+func (c *CachedVerifier) get(h cacheKey, now time.Time) (Principal, bool) {
+	c.mu.RLock()
 	el, ok := c.entries[h]
-	if !ok {
+	var (
+		p       Principal
+		expires time.Time
+	)
+	if ok {
+		e := el.Value.(*cacheEntry)
+		p, expires = e.p, e.expires
+	}
+	c.mu.RUnlock()
+	if !ok || !now.Before(expires) {
 		return Principal{}, false
 	}
-	e := el.Value.(*cacheEntry)
-	if !now.Before(e.expires) {
-		c.remove(el)
-		return Principal{}, false
-	}
-	p := e.p
-	p.Scopes = slices.Clone(p.Scopes) // callers must not be able to edit the cache
+	// Cloned outside the lock: the entry's slice is never written after put.
+	// Callers get their own copy so that they cannot edit the cache.
+	p.Scopes = slices.Clone(p.Scopes)
 	return p, true
 }
 
-func (c *CachedVerifier) put(h string, p Principal, expires, now time.Time) {
+func (c *CachedVerifier) put(h cacheKey, p Principal, expires, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[h]; ok {
@@ -113,7 +138,7 @@ func (c *CachedVerifier) remove(el *list.Element) {
 
 // Len is the number of cached entries (for tests and metrics).
 func (c *CachedVerifier) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.order.Len()
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,5 +95,41 @@ func TestCachedVerifierBounds(t *testing.T) {
 	}
 	if _, err := c.Verify(t.Context(), secrets[0]); err != nil || ts.count() != before+1 {
 		t.Errorf("oldest entry was not evicted (lookups %d -> %d, %v)", before, ts.count(), err)
+	}
+}
+
+// TestCachedVerifierConcurrent: callers hitting, missing and re-verifying expired
+// entries at once (run with -race) each get their own principal, and an expired
+// entry is replaced, not duplicated.
+func TestCachedVerifierConcurrent(t *testing.T) {
+	ts := newMemTokens()
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewCachedVerifier(&Verifier{Store: ts, Now: clk.Now}, 10*time.Second, 0)
+	type token struct{ secret, user string }
+	var tokens []token
+	for _, user := range []string{"alice", "bob", "carol"} {
+		s, _ := issue(t, ts, clk.Now(), "ws_a", user, time.Hour, "issues:read", "issues:write")
+		tokens = append(tokens, token{s, user})
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for g := range 12 {
+			wg.Go(func() {
+				for i := range 50 {
+					tok := tokens[(g+i)%len(tokens)]
+					p, err := c.Verify(t.Context(), tok.secret)
+					if err != nil || p.UserID != tok.user || len(p.Scopes) != 2 {
+						t.Errorf("round %d: Verify for %s = %+v, %v", round, tok.user, p, err)
+						return
+					}
+					p.Scopes[0] = "tampered" // must not reach the cache or another caller
+				}
+			})
+		}
+		wg.Wait()
+		if c.Len() != len(tokens) {
+			t.Errorf("round %d: cache holds %d entries, want %d", round, c.Len(), len(tokens))
+		}
+		clk.Add(11 * time.Second) // every entry expires before the next round
 	}
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -147,4 +148,37 @@ func FuzzParseBearer(f *testing.F) {
 			t.Fatalf("accepted %q from %q", got, header)
 		}
 	})
+}
+
+// TestChecksumMatchesCRC32: the table loop computes hash/crc32's IEEE checksum, so
+// every secret minted before it still validates and every new one validates
+// wherever the package's earlier code runs (the authorizer of a previous deploy).
+func TestChecksumMatchesCRC32(t *testing.T) {
+	reference := func(body string) string {
+		sum := crc32.ChecksumIEEE([]byte(body))
+		c := make([]byte, checksumLen)
+		for i := checksumLen - 1; i >= 0; i-- {
+			c[i] = base62Alphabet[sum%62]
+			sum /= 62
+		}
+		return string(c)
+	}
+	bodies := []string{"", "a", TokenPrefix, TokenPrefix + strings.Repeat("0", randomLen),
+		TokenPrefix + strings.Repeat("z", randomLen), "\x00\xff\x80", strings.Repeat("ab", 300)}
+	for range 100 {
+		secret, _, err := Mint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, secret[:len(secret)-checksumLen])
+	}
+	for _, body := range bodies {
+		got := checksum(body)
+		if want := reference(body); string(got[:]) != want {
+			t.Errorf("checksum(%q) = %s, want %s", body, got[:], want)
+		}
+		if string(appendChecksum([]byte(body))) != body+reference(body) {
+			t.Errorf("appendChecksum(%q) disagrees with the reference", body)
+		}
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -229,9 +228,12 @@ func (g *Guard) newCall(req Request) *call {
 		c.rec.WorkspaceID = p.WorkspaceID
 		c.rec.UserID = p.UserID
 		c.rec.TokenID = p.TokenID
-		c.rec.ScopesProvided = slices.Sorted(slices.Values(p.Scopes))
-		if c.rec.ScopesProvided == nil {
-			c.rec.ScopesProvided = []string{}
+		if len(p.Scopes) > 0 {
+			// One exact-size copy, sorted in place (slices.Sorted grows its result
+			// through several allocations). A copy, because the record outlives the
+			// call (Result.Record) and must not share the principal's array.
+			c.rec.ScopesProvided = slices.Clone(p.Scopes)
+			slices.Sort(c.rec.ScopesProvided)
 		}
 	}
 	return c
@@ -431,9 +433,19 @@ func (g *Guard) invoke(ctx context.Context, c *call, tc catalog.Call) (res Resul
 	if err != nil {
 		return Result{Err: apperr.As(err)}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return Result{Err: apperr.Internal(fmt.Errorf("encode result of %s: %w", c.tool.Name, err))}
+	// The hot results (shared/catalog's issues and issue pages) encode themselves
+	// without reflection, byte for byte as json.Marshal does (catalog's tests hold
+	// them to it). Any other result, and one such an encoder refuses, goes through
+	// json.Marshal, so that a failure is reported with encoding/json's own error.
+	var b []byte
+	a, ok := out.(interface{ AppendJSON([]byte) ([]byte, error) })
+	if ok {
+		b, err = a.AppendJSON(nil)
+	}
+	if !ok || err != nil {
+		if b, err = json.Marshal(out); err != nil {
+			return Result{Err: apperr.Internal(fmt.Errorf("encode result of %s: %w", c.tool.Name, err))}
+		}
 	}
 	if c.rec.ResourceID == "" && !c.tool.Annotations.ReadOnly {
 		// A create names no target in its arguments; the created item's id is the
@@ -454,8 +466,18 @@ func topLevelID(b []byte) string {
 	return v.ID
 }
 
-// finish stamps the record, then delivers it and bumps the usage counter in
-// parallel; both are done before finish returns.
+// finish stamps the record, then delivers it and bumps the usage counter; both are
+// done before finish returns.
+//
+// On a store whose calls are network round trips (concurrentReader answers true:
+// DynamoDB), the usage update runs beside the audit write, so the call waits for
+// one round trip instead of two. On any other store (SQLite, where UpdateUsage only
+// queues the increment in memory) both run on the caller's goroutine, audit record
+// first: a goroutine, a WaitGroup and two closures per call cost more than the
+// queueing they would overlap. Either way the record is written and the increment
+// is handed to the store before the call is answered; only the order in which the
+// two complete differs, and nothing depends on it (the usage replay treats the
+// audit log as the journal of every increment, whatever the order).
 //
 // If the audit sink fails, a successful result is replaced by internal_error: the
 // side effect has happened, but nothing is answered as a success without a record.
@@ -479,24 +501,27 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 	fitRecord(&c.rec)
 
 	// The caller may have gone away; the record must still be written, within the
-	// time the request had (on Lambda, the function's remaining time).
-	dctx := detach(ctx)
-	defer dctx.cancel()
+	// time the request had (on Lambda, the function's remaining time). The inner
+	// context is passed on, not the detached value: boxing that into a
+	// context.Context would cost an allocation per use.
+	d := detach(ctx)
+	defer d.cancel()
+	dctx := d.Context
 
 	var auditErr, usageErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { auditErr = g.sink.Write(dctx, c.rec) })
-	if countUsage && c.known && c.req.Principal != nil && c.req.Principal.WorkspaceID != "" {
-		inc := store.UsageIncrement{
-			WorkspaceID: c.rec.WorkspaceID,
-			Date:        end.Format(time.DateOnly),
-			Tool:        c.tool.Name,
-			Outcome:     c.rec.Outcome,
-			EventID:     c.rec.EventID,
-		}
-		wg.Go(func() { usageErr = g.store.UpdateUsage(dctx, inc) })
+	switch {
+	case !countUsage || !c.known || c.req.Principal == nil || c.req.Principal.WorkspaceID == "":
+		auditErr = g.sink.Write(dctx, c.rec)
+	case g.parallelReads:
+		inc := g.usageIncrement(c, end)
+		usageDone := make(chan error, 1)
+		go func() { usageDone <- g.store.UpdateUsage(dctx, inc) }()
+		auditErr = g.sink.Write(dctx, c.rec)
+		usageErr = <-usageDone
+	default:
+		auditErr = g.sink.Write(dctx, c.rec)
+		usageErr = g.store.UpdateUsage(dctx, g.usageIncrement(c, end))
 	}
-	wg.Wait()
 
 	if usageErr != nil {
 		g.log.Warn("usage counter not updated", "tool", c.tool.Name, "workspace_id", c.rec.WorkspaceID,
@@ -516,6 +541,18 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 	res.Record = c.rec
 }
 
+// usageIncrement is the usage count of the call finish has stamped; its event id
+// is the record's, which makes a retried or replayed increment count once.
+func (g *Guard) usageIncrement(c *call, end time.Time) store.UsageIncrement {
+	return store.UsageIncrement{
+		WorkspaceID: c.rec.WorkspaceID,
+		Date:        end.Format(time.DateOnly),
+		Tool:        c.tool.Name,
+		Outcome:     c.rec.Outcome,
+		EventID:     c.rec.EventID,
+	}
+}
+
 // maxRecordBytes is DESIGN.md section 5's bound on one audit line.
 const maxRecordBytes = 1024
 
@@ -524,10 +561,17 @@ const maxRecordBytes = 1024
 // version, JSON-RPC id, request id and idempotency key) they can still push a record
 // past the bound; the longest of them is cut until the line fits. Who, what, the
 // outcome and the digest are never cut.
+//
+// The line is measured by encoding it with the sinks' own encoder, so the bound
+// holds for the bytes they write, escapes included; into a buffer on the stack,
+// because this runs on every call and a line that fits then costs no allocation.
 func fitRecord(r *audit.Record) {
+	// AppendLine sizes its buffer from the unescaped lengths plus the widest
+	// integer, so any line that fits the bound fits this buffer without regrowing.
+	var buf [maxRecordBytes + 64]byte
 	for {
-		line, err := audit.MarshalLine(*r)
-		if err != nil || len(line) < maxRecordBytes {
+		line := audit.AppendLine(buf[:0], *r)
+		if len(line) < maxRecordBytes {
 			return
 		}
 		over := len(line) - maxRecordBytes + 1
@@ -551,15 +595,22 @@ type detached struct {
 	cancel context.CancelFunc
 }
 
-// detach keeps ctx's values and deadline but not its cancellation.
+// detach keeps ctx's values and deadline but not its cancellation. Only a deadline
+// needs a context of its own (and a cancel to release its timer); without one,
+// context.WithoutCancel is enough, and a context that can never be cancelled is
+// already what detach would return. Each context left out is an allocation saved
+// on every call.
 func detach(ctx context.Context) detached {
-	base := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		c, cancel := context.WithDeadline(base, dl)
+	dl, ok := ctx.Deadline()
+	switch {
+	case ok:
+		c, cancel := context.WithDeadline(context.WithoutCancel(ctx), dl)
 		return detached{c, cancel}
+	case ctx.Done() == nil:
+		return detached{ctx, func() {}}
+	default:
+		return detached{context.WithoutCancel(ctx), func() {}}
 	}
-	c, cancel := context.WithCancel(base)
-	return detached{c, cancel}
 }
 
 func truncate(s string, n int) string {

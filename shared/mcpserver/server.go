@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -121,7 +122,8 @@ func serveHealth(w http.ResponseWriter, _ *http.Request) {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id"))}
-	rw := &statusWriter{ResponseWriter: w}
+	st.rw.ResponseWriter = w
+	rw := &st.rw
 	rw.Header().Set("X-Request-Id", st.requestID)
 	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
 
@@ -194,10 +196,7 @@ func (h *handler) hostAllowed(host string) bool {
 	if slices.Contains(h.cfg.AllowedHosts, "*") {
 		return true
 	}
-	name := host
-	if hn, _, err := net.SplitHostPort(host); err == nil {
-		name = hn
-	}
+	name := hostOnly(host)
 	name = strings.Trim(strings.ToLower(name), "[]")
 	if len(h.cfg.AllowedHosts) == 0 {
 		return name == "localhost" || name == "127.0.0.1" || name == "::1"
@@ -290,20 +289,33 @@ func (h *handler) baseRequest(r *http.Request, tool string, args json.RawMessage
 	if r.URL.Path == "/mcp" {
 		transport = "mcp"
 	}
-	src := r.RemoteAddr
-	if host, _, err := net.SplitHostPort(src); err == nil {
-		src = host
-	}
+	src := hostOnly(r.RemoteAddr)
+	// Header keys in their canonical spelling (mcp.HeaderProtocolVersion is):
+	// Header.Get allocates to canonicalize any other.
 	return guard.Request{
 		Principal:       st.principal,
 		Tool:            tool,
 		Args:            args,
 		Transport:       transport,
 		RequestID:       st.requestID,
-		ProtocolVersion: r.Header.Get("MCP-Protocol-Version"),
+		ProtocolVersion: r.Header.Get(mcp.HeaderProtocolVersion),
 		UserAgent:       r.Header.Get("User-Agent"),
 		SourceIP:        src,
 	}
+}
+
+// hostOnly is the host of a "host:port" address, and addr itself when it has no
+// port. A colon is checked for first because net.SplitHostPort allocates its error,
+// and a Host header without a port is common; every address SplitHostPort accepts
+// contains one, so the answer is the same.
+func hostOnly(addr string) string {
+	if strings.IndexByte(addr, ':') < 0 {
+		return addr
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 // insufficientScope sets the RFC 6750 challenge for a scope refusal.
@@ -319,7 +331,10 @@ func requestID(v string) string {
 	}) {
 		return v
 	}
-	return ulid.Make().String()
+	// Encoded on the stack: ULID.String allocates a scratch buffer besides the string.
+	var b [ulid.EncodedSize]byte
+	_ = ulid.Make().MarshalTextTo(b[:]) // cannot fail: b has the encoded size
+	return string(b[:])
 }
 
 // reqState is per-request state shared by the middleware, the routes and the MCP
@@ -332,6 +347,8 @@ type reqState struct {
 	invoked bool // a tools/call reached the guard (and so was audited)
 	// For the access log.
 	tool, outcome string
+	// rw is the request's response writer, allocated with the state it belongs to.
+	rw statusWriter
 }
 
 type reqStateKey struct{}
