@@ -62,7 +62,8 @@ func (b *bench) coldStart(ctx context.Context) error {
 			"waits for its port, and POSTs events/apigw/01-initialize.json (API Gateway REST proxy event with MCP "+
 			"initialize); the time runs from the emulator's process start to the response (the function itself "+
 			"starts at that first invoke). %d fresh starts each, interleaved; medians. Init duration is the "+
-			"figure the emulator reports for the function's init phase.", starts),
+			"figure the emulator reports for the function's init phase. functions/mcp compiles a tool's input "+
+			"schema on that tool's first call (about 0.2 ms each), not at init.", starts),
 		[]string{"function", "start to initialize answer (median)", "all starts", "init duration (median)"})
 	for _, f := range fns {
 		var all []string
