@@ -211,8 +211,8 @@ func (b *bench) throughput(ctx context.Context) error {
 	}
 	profileNote := "Cause: the in-process handler is now close to bare's (section 4), but under real HTTP " +
 		"load each call runs a much larger body of code than bare's map lookup, with caches cold between requests: " +
-		"a CPU profile of `aacmcp serve` at one connection showed about 128 us of CPU in its handler per get_issue, " +
-		"against 53 us/op for the same handler in a hot benchmark loop. The largest part is the two SQLite reads " +
+		"a CPU profile of `aacmcp serve` at one connection showed about 2.4 times the CPU per get_issue in its " +
+		"handler that the same handler takes in section 4's hot benchmark loop. The largest part is the two SQLite reads " +
 		"(member record, read on every call for revocation and role, and the issue; modernc SQLite is pure Go and " +
 		"each read is its own WAL read transaction), then the audit line written before the answer and the access " +
 		"log. Fixed in this change: usage counters off the request path, audit lines hand-encoded and written in " +
