@@ -70,8 +70,10 @@ type Guard struct {
 	// (or by SchemaErrors). A schema that does not compile is a catalog defect: the
 	// tool answers internal_error.
 	schemas map[string]*toolSchema
-	// parallelReads: read-only calls read the member record beside the handler's
-	// read (see invokeRead).
+	// parallelReads: the store's calls are network round trips (ConcurrentReads),
+	// so they are overlapped: a read-only call reads the member record beside the
+	// handler's read (invokeRead), and finish updates usage beside the audit write.
+	// On an in-process store both run in sequence, with no goroutines.
 	parallelReads bool
 }
 
