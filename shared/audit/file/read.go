@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 )
@@ -51,11 +52,19 @@ type Entry struct {
 // to fn as entries with Err set; Scan stops at the first error fn returns and
 // returns it.
 func Scan(dir string, fn func(Entry) error) error {
+	return scanSince(dir, time.Time{}, fn)
+}
+
+// scanSince is Scan over the partitions of the hours at or after first only.
+func scanSince(dir string, first time.Time, fn func(Entry) error) error {
 	parts, err := listPartitions(filepath.Join(dir, Subdir))
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
+		if p.hour.Before(first) {
+			continue
+		}
 		entries, err := readPartition(p)
 		if err != nil {
 			return err

@@ -1,33 +1,11 @@
 package file
 
-import (
-	"path/filepath"
-	"time"
-)
+import "time"
 
 // ScanFrom is Scan over the partitions of from's hour and later only, so that a
 // reader of the recent past (the usage replay on start) does not read the whole
 // log. Records are filed by their own timestamp, so every record at or after from
 // is seen; records of from's hour that precede it are passed to fn as well.
 func ScanFrom(dir string, from time.Time, fn func(Entry) error) error {
-	parts, err := listPartitions(filepath.Join(dir, Subdir))
-	if err != nil {
-		return err
-	}
-	first := from.UTC().Truncate(time.Hour)
-	for _, p := range parts {
-		if p.hour.Before(first) {
-			continue
-		}
-		entries, err := readPartition(p)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return scanSince(dir, from.UTC().Truncate(time.Hour), fn)
 }
