@@ -57,7 +57,7 @@ func (s *Store) UpdateRateCounter(ctx context.Context, ws, key string, windowSta
 		return 0, apperr.New(apperr.InvalidArguments, "rate window must be positive")
 	}
 	var n int64
-	err := s.write(ctx, func(x q) error {
+	err := s.writeCounters(ctx, func(x q) error {
 		return x.queryRow(`INSERT INTO rate_counters (workspace_id, key, window_start, count, expires_at) VALUES (?, ?, ?, 1, ?)
 			ON CONFLICT (workspace_id, key, window_start) DO UPDATE SET count = count + 1
 			RETURNING count`, ws, key, nanos(windowStart), nanos(windowStart.Add(window))).Scan(&n)
@@ -117,7 +117,7 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	if p := rec.Supersedes; p != nil && p.State != "" {
 		supState, supCreated = p.State, nanos(p.CreatedAt)
 	}
-	return s.write(ctx, func(x q) error {
+	return s.writeCounters(ctx, func(x q) error {
 		if _, err := x.exec(`DELETE FROM idempotency
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
 			AND (expires_at <= ? OR (state = ? AND created_at = ?))`,
@@ -149,7 +149,7 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 		expires = nanos(rec.ExpiresAt)
 	}
 	k := rec.IdempotencyKey
-	return s.write(ctx, func(x q) error {
+	return s.writeCounters(ctx, func(x q) error {
 		return x.execOne("idempotency record", `UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
 			expires_at = COALESCE(?, expires_at)
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?`,
@@ -164,7 +164,7 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey) e
 	if err := validIdemKey(k); err != nil {
 		return err
 	}
-	return s.write(ctx, func(x q) error {
+	return s.writeCounters(ctx, func(x q) error {
 		_, err := x.exec(`DELETE FROM idempotency WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?`,
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash)
 		return err

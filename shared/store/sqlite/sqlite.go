@@ -52,6 +52,7 @@ type Store struct {
 	lastPurge atomic.Int64 // unix nanos of the last purge of expired rows
 
 	usage usageQueue // usage increments accepted and not yet committed (usage.go)
+	cache *readCache // nil unless WithReadCache (readcache.go)
 }
 
 var (
@@ -302,6 +303,22 @@ func (s *Store) read(ctx context.Context) q { return q{ctx: ctx, c: s.rstmts} }
 // commits when fn succeeds. Expired rows are purged in the same transaction at most
 // once per purgeEvery.
 func (s *Store) write(ctx context.Context, fn func(q) error) error {
+	if s.cache != nil {
+		// Whatever the outcome: a COMMIT that reports an error may still have
+		// committed, and a spare invalidation only costs a few reads.
+		defer s.cache.invalidate()
+	}
+	return s.tx(ctx, fn)
+}
+
+// writeCounters is write for transactions that touch only tables the read cache
+// never holds (usage, rate counters, idempotency records): they run on every call,
+// and invalidating the cache with each would empty it under any load.
+func (s *Store) writeCounters(ctx context.Context, fn func(q) error) error {
+	return s.tx(ctx, fn)
+}
+
+func (s *Store) tx(ctx context.Context, fn func(q) error) error {
 	select {
 	case s.wsem <- struct{}{}:
 	case <-ctx.Done():

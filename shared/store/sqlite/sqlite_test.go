@@ -8,9 +8,9 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store/storetest"
 )
 
-func open(t *testing.T) *sqlite.Store {
+func open(t *testing.T, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "aacmcp.db"))
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "aacmcp.db"), opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -25,6 +25,15 @@ func open(t *testing.T) *sqlite.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := open(t)
+		return storetest.Backend{Queries: s, Tokens: s}
+	})
+}
+
+// TestConformanceReadCache runs the suite on the store as aacmcp serve opens it:
+// every read after a write must see the write through the in-memory copy too.
+func TestConformanceReadCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Backend {
+		s := open(t, sqlite.WithReadCache())
 		return storetest.Backend{Queries: s, Tokens: s}
 	})
 }

@@ -105,7 +105,7 @@ func newPendingUsage(u store.UsageIncrement) (pendingUsage, error) {
 // database (or one written by a version that committed every increment before
 // answering) has nothing to replay before now, less the slack.
 func (s *Store) startUsage(ctx context.Context) error {
-	err := s.write(ctx, func(x q) error {
+	err := s.writeCounters(ctx, func(x q) error {
 		_, err := x.exec(`INSERT OR IGNORE INTO usage_watermark (id, replay_from) VALUES (1, ?)`,
 			nanos(s.now().Add(-usageReplaySlack)))
 		return err
@@ -252,7 +252,7 @@ func (s *Store) FlushUsage(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	err := s.write(ctx, func(x q) error {
+	err := s.writeCounters(ctx, func(x q) error {
 		if _, err := applyUsage(x, taken, batch); err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func (s *Store) RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (
 	recovered := 0
 	commit := func() error {
 		var n int
-		err := s.write(ctx, func(x q) error {
+		err := s.writeCounters(ctx, func(x q) error {
 			var err error
 			n, err = applyUsage(x, s.now(), batch)
 			return err

@@ -51,6 +51,18 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 
 // GetMember implements store.Reader.
 func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
+	m, g, fill, ok := s.memberFromCache(ws, user)
+	if ok {
+		return m, nil
+	}
+	m, err := s.getMember(ctx, ws, user)
+	if err == nil && fill {
+		s.cache.putMember(g, cacheKey{ws, user}, m)
+	}
+	return m, err
+}
+
+func (s *Store) getMember(ctx context.Context, ws, user string) (store.Member, error) {
 	m := store.Member{WorkspaceID: ws, UserID: user}
 	var created int64
 	err := s.read(ctx).queryRow(`SELECT role, created_at FROM members WHERE workspace_id = ? AND user_id = ?`, ws, user).

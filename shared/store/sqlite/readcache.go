@@ -1,0 +1,195 @@
+package sqlite
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// WithReadCache makes GetMember and GetIssue answer from memory what this store
+// read or wrote before, exactly: every write transaction this store runs on members
+// or issues invalidates the copy when it ends, before the write returns, so a read
+// that starts after a write returned sees it. That holds only while this store is the
+// one writer of the database; another process that writes it must announce itself
+// first (BeginExternalWrites), which aacmcp serve does for its admin commands.
+//
+// Why: on aacmcp serve these two reads run on every get_issue (the member record is
+// read on every call so that a removed member or a lowered role takes effect at
+// once), and through pure-Go SQLite they were the largest part of the call's CPU
+// (bench/REPORT.md). Lambda (DynamoDB, many writers) has no such copy.
+func WithReadCache() Option {
+	return func(s *Store) { s.cache = newReadCache(readCacheEntries) }
+}
+
+// readCacheEntries bounds each of the two maps (members, issues). An issue entry
+// is a few hundred bytes, so the copy stays under tens of MB however large the
+// database. Past the bound an arbitrary entry makes room: no list to maintain on
+// the read path, and a miss costs only the read the copy saves.
+const readCacheEntries = 1 << 15
+
+// readCache holds members and issues tagged with the generation they were read in.
+// gen moves after every write transaction that may touch them and around every
+// external writer's session; an entry is good only while gen still equals its tag,
+// so a write makes every older entry a miss at once, without walking the maps.
+//
+// A read snapshots gen before it reads the database and tags what it read with that
+// snapshot: if a write commits meanwhile, gen moves after the commit and the entry,
+// old or new, can never be served. The one window left, a read served the old copy
+// between a commit and the move of gen, is a read that ran concurrently with that
+// write, which may see either.
+type readCache struct {
+	gen      atomic.Uint64
+	external atomic.Int32 // external writer sessions open: read the database, fill nothing
+	max      int
+
+	mu      sync.RWMutex
+	members map[cacheKey]cachedMember
+	issues  map[cacheKey]cachedIssue
+}
+
+type cacheKey struct{ ws, id string }
+
+type cachedMember struct {
+	gen uint64
+	m   store.Member
+}
+
+type cachedIssue struct {
+	gen uint64
+	is  store.Issue
+}
+
+func newReadCache(max int) *readCache {
+	return &readCache{max: max, members: map[cacheKey]cachedMember{}, issues: map[cacheKey]cachedIssue{}}
+}
+
+// snapshot returns the generation a read is tagged with, and false when an external
+// writer's session is open (then nothing is served from memory or stored in it).
+// gen is read first: a session that opens after that moves gen, so whatever this
+// read stores is never served.
+func (c *readCache) snapshot() (uint64, bool) {
+	g := c.gen.Load()
+	return g, c.external.Load() == 0
+}
+
+// invalidate ends the generation: called after every write transaction that may
+// have touched members or issues, committed or not.
+func (c *readCache) invalidate() { c.gen.Add(1) }
+
+func (c *readCache) member(g uint64, k cacheKey) (store.Member, bool) {
+	c.mu.RLock()
+	e, ok := c.members[k]
+	c.mu.RUnlock()
+	return e.m, ok && e.gen == g
+}
+
+func (c *readCache) putMember(g uint64, k cacheKey, m store.Member) {
+	c.mu.Lock()
+	makeRoom(c.members, k, c.max)
+	c.members[k] = cachedMember{gen: g, m: m}
+	c.mu.Unlock()
+}
+
+// issue returns a copy: callers own what a store returns and may change it.
+func (c *readCache) issue(g uint64, k cacheKey) (store.Issue, bool) {
+	c.mu.RLock()
+	e, ok := c.issues[k]
+	c.mu.RUnlock()
+	if !ok || e.gen != g {
+		return store.Issue{}, false
+	}
+	return cloneIssue(e.is), true
+}
+
+func (c *readCache) putIssue(g uint64, k cacheKey, is store.Issue) {
+	is = cloneIssue(is)
+	c.mu.Lock()
+	makeRoom(c.issues, k, c.max)
+	c.issues[k] = cachedIssue{gen: g, is: is}
+	c.mu.Unlock()
+}
+
+// makeRoom deletes one entry when m is full and k is not already in it. Go's map
+// iteration starts at a random place, so this is random eviction.
+func makeRoom[V any](m map[cacheKey]V, k cacheKey, max int) {
+	if len(m) < max {
+		return
+	}
+	if _, ok := m[k]; ok {
+		return
+	}
+	for victim := range m {
+		delete(m, victim)
+		return
+	}
+}
+
+func cloneIssue(is store.Issue) store.Issue {
+	is.Labels = slices.Clone(is.Labels)
+	if is.Labels == nil {
+		is.Labels = []string{}
+	}
+	if is.Assignee != nil {
+		a := *is.Assignee
+		is.Assignee = &a
+	}
+	return is
+}
+
+// BeginExternalWrites announces that another process is about to write the
+// database, and returns the function to call once it has finished (or died). In
+// between, GetMember and GetIssue read the database and keep nothing; when the
+// session ends, everything kept before it is dropped. Without WithReadCache it does
+// nothing. Sessions may overlap; each end function runs its effect once.
+func (s *Store) BeginExternalWrites() (end func()) {
+	c := s.cache
+	if c == nil {
+		return func() {}
+	}
+	c.external.Add(1)
+	// Moving gen once, here, is enough: what was kept before is never served again,
+	// and a read that snapshots gen before this and the open session after it fills
+	// under the old tag. A read that sees the session closed read the database after
+	// the other process's writes.
+	c.invalidate()
+	var once sync.Once
+	return func() { once.Do(func() { c.external.Add(-1) }) }
+}
+
+// memberFromCache serves GetMember from memory when it can; ok=false means "read
+// the database", then tagged g, and stored only if fill.
+func (s *Store) memberFromCache(ws, user string) (m store.Member, g uint64, fill, ok bool) {
+	if s.cache == nil {
+		return store.Member{}, 0, false, false
+	}
+	g, fill = s.cache.snapshot()
+	if !fill {
+		return store.Member{}, 0, false, false
+	}
+	m, ok = s.cache.member(g, cacheKey{ws, user})
+	return m, g, true, ok
+}
+
+func (s *Store) issueFromCache(ws, idOrKey string) (is store.Issue, g uint64, fill, ok bool) {
+	if s.cache == nil {
+		return store.Issue{}, 0, false, false
+	}
+	g, fill = s.cache.snapshot()
+	if !fill {
+		return store.Issue{}, 0, false, false
+	}
+	is, ok = s.cache.issue(g, cacheKey{ws, idOrKey})
+	return is, g, true, ok
+}
+
+// cacheLen reports the read cache's entries (tests; zero without WithReadCache).
+func (s *Store) cacheLen() (members, issues int) {
+	if s.cache == nil {
+		return 0, 0
+	}
+	s.cache.mu.RLock()
+	defer s.cache.mu.RUnlock()
+	return len(s.cache.members), len(s.cache.issues)
+}

@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// cachePair opens the same database twice: cached, as aacmcp serve does, and plain,
+// standing for another process (the admin CLI).
+func cachePair(t *testing.T) (cached, other *Store, issueID string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "aacmcp.db")
+	cached = openAt(t, path, WithReadCache())
+	other = openAt(t, path)
+	ctx := context.Background()
+	seedWorkspace(t, cached, "ws")
+	if _, err := cached.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	is, err := cached.CreateIssue(ctx, "ws", store.NewIssue{Title: "0", Status: "todo", Priority: "medium",
+		Labels: []string{"a"}, CreatedBy: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := &store.Assignee{Type: "user", ID: "u"}
+	if _, _, err := cached.UpdateIssue(ctx, "ws", is.ID, store.IssuePatch{Assignee: &as}); err != nil {
+		t.Fatal(err)
+	}
+	return cached, other, is.ID
+}
+
+func role(t *testing.T, s *Store) store.Role {
+	t.Helper()
+	m, err := s.GetMember(context.Background(), "ws", "u")
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Role
+}
+
+func title(t *testing.T, s *Store, id string) string {
+	t.Helper()
+	is, err := s.GetIssue(context.Background(), "ws", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is.Title
+}
+
+// TestReadCacheAnswersFromMemory shows the copy is really served (an unannounced
+// write by another process goes unseen, which is why serve makes its admin commands
+// announce themselves), and that an announced session makes every read go to the
+// database while it lasts and drops the copy when it ends.
+func TestReadCacheAnswersFromMemory(t *testing.T) {
+	ctx := context.Background()
+	cached, other, id := cachePair(t)
+	if got := role(t, cached); got != store.RoleAdmin {
+		t.Fatalf("role %q", got)
+	}
+	if got := title(t, cached, id); got != "0" {
+		t.Fatalf("title %q", got)
+	}
+	if m, i := cached.cacheLen(); m != 1 || i != 1 {
+		t.Fatalf("cache holds %d members, %d issues; want 1, 1", m, i)
+	}
+
+	// Unannounced: the copy answers.
+	if _, err := other.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleViewer}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := role(t, cached); got != store.RoleAdmin {
+		t.Fatalf("unannounced write: role %q, want the cached admin (is the copy used at all?)", got)
+	}
+	if got := title(t, cached, id); got != "0" {
+		t.Fatalf("unannounced write: title %q, want the cached 0", got)
+	}
+
+	// Announced: the database answers during the session, and after it.
+	end := cached.BeginExternalWrites()
+	if got := role(t, cached); got != store.RoleViewer {
+		t.Fatalf("in session: role %q, want viewer", got)
+	}
+	if err := other.DeleteMember(ctx, "ws", "u"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr("2")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := role(t, cached); got != "" {
+		t.Fatalf("in session, after removal: role %q, want not found", got)
+	}
+	if got := title(t, cached, id); got != "2" {
+		t.Fatalf("in session: title %q, want 2", got)
+	}
+	end()
+	end() // idempotent: a second call must not close another session
+	if got := title(t, cached, id); got != "2" {
+		t.Fatalf("after session: title %q, want 2", got)
+	}
+	if got := role(t, cached); got != "" {
+		t.Fatalf("after session: role %q, want not found", got)
+	}
+	if cached.cache.external.Load() != 0 {
+		t.Fatalf("external sessions %d after end, want 0", cached.cache.external.Load())
+	}
+}
+
+// TestReadCacheReturnsCopies: a caller changing what it got cannot change what the
+// next caller gets.
+func TestReadCacheReturnsCopies(t *testing.T) {
+	cached, _, id := cachePair(t)
+	ctx := context.Background()
+	for range 2 {
+		is, err := cached.GetIssue(ctx, "ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if is.Labels[0] != "a" || is.Assignee.ID != "u" {
+			t.Fatalf("got labels %v assignee %+v", is.Labels, is.Assignee)
+		}
+		is.Labels[0], is.Assignee.ID = "changed", "changed"
+	}
+}
+
+// TestReadCacheLinearizable races reads against writes, in process and announced
+// external ones: once a write has returned, no read that starts later may see an
+// older value. The writer publishes the title it wrote after the write returns; a
+// reader loads the published number before reading and must see at least that.
+func TestReadCacheLinearizable(t *testing.T) {
+	for _, external := range []bool{false, true} {
+		t.Run(fmt.Sprintf("external=%v", external), func(t *testing.T) {
+			ctx := context.Background()
+			cached, other, id := cachePair(t)
+			const writes = 150
+			var published atomic.Int64
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for !stop.Load() {
+						want := published.Load()
+						is, err := cached.GetIssue(ctx, "ws", id)
+						if err != nil {
+							errs <- err
+							return
+						}
+						got, _ := strconv.ParseInt(is.Title, 10, 64)
+						if got < want {
+							errs <- fmt.Errorf("read title %d after write %d had returned", got, want)
+							return
+						}
+					}
+				}()
+			}
+			for i := int64(1); i <= writes; i++ {
+				var err error
+				if external {
+					end := cached.BeginExternalWrites()
+					_, _, err = other.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr(strconv.FormatInt(i, 10))})
+					end()
+				} else {
+					_, _, err = cached.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr(strconv.FormatInt(i, 10))})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				published.Store(i)
+			}
+			stop.Store(true)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if got := title(t, cached, id); got != strconv.Itoa(writes) {
+				t.Errorf("final title %q, want %d", got, writes)
+			}
+		})
+	}
+}
+
+func TestReadCacheBounded(t *testing.T) {
+	c := newReadCache(4)
+	g, _ := c.snapshot()
+	for i := range 10 {
+		c.putMember(g, cacheKey{"ws", strconv.Itoa(i)}, store.Member{UserID: strconv.Itoa(i)})
+		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i)}, store.Issue{ID: strconv.Itoa(i)})
+	}
+	if len(c.members) != 4 || len(c.issues) != 4 {
+		t.Fatalf("%d members, %d issues kept; want 4 each", len(c.members), len(c.issues))
+	}
+	// Replacing a key that is present evicts nothing.
+	for k := range c.members {
+		c.putMember(g, k, store.Member{UserID: "again"})
+		break
+	}
+	if len(c.members) != 4 {
+		t.Fatalf("%d members after a replace, want 4", len(c.members))
+	}
+}
+
+// TestCounterWritesKeepTheCache: the writes made on every call (usage, rate
+// counters, idempotency) leave the copy valid; any other write drops it.
+func TestCounterWritesKeepTheCache(t *testing.T) {
+	ctx := context.Background()
+	cached, _, _ := cachePair(t)
+	g := cached.cache.gen.Load()
+	if _, err := cached.UpdateRateCounter(ctx, "ws", "k", cached.now(), 60e9); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached.cache.gen.Load(); got != g {
+		t.Fatalf("a rate counter write moved the generation %d -> %d", g, got)
+	}
+	if _, err := cached.CreateAgent(ctx, store.Agent{WorkspaceID: "ws", ID: "bot", Name: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached.cache.gen.Load(); got == g {
+		t.Fatal("an agent write left the generation alone")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
