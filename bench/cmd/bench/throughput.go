@@ -171,7 +171,8 @@ func (b *bench) throughput(ctx context.Context) error {
 		Text: []string{fmt.Sprintf("`tools/call` over loopback, %d requests per run, %d concurrent keep-alive "+
 			"connections, %d interleaved rounds (median shown). aacmcp is `aacmcp serve` with its real stack: "+
 			"bearer token verification (cached in process for at most the authorizer's 60 s), the guard "+
-			"(scopes, schema validation, member and role read on every call), SQLite with 10,000 issues in the "+
+			"(scopes, schema validation, member and role read on every call, from serve's exact in-memory copy "+
+			"of members and issues, dropped by every write), SQLite with 10,000 issues in the "+
 			"workspace and 10 other workspaces of 10,000 issues, the audit file sink (one JSON line per call, "+
 			"written before the answer; concurrent lines share a write(2)), the usage counter (queued, committed "+
 			"by a background flusher every 200 ms, rebuilt from the audit log after a crash), and its access log. bare is "+
@@ -209,17 +210,10 @@ func (b *bench) throughput(ctx context.Context) error {
 		}
 		return median(v)
 	}
-	profileNote := "Cause: the in-process handler is now close to bare's (section 4), but under real HTTP " +
-		"load each call runs a much larger body of code than bare's map lookup, with caches cold between requests: " +
-		"a CPU profile of `aacmcp serve` at one connection showed about 2.4 times the CPU per get_issue in its " +
-		"handler that the same handler takes in section 4's hot benchmark loop. The largest part is the two SQLite reads " +
-		"(member record, read on every call for revocation and role, and the issue; modernc SQLite is pure Go and " +
-		"each read is its own WAL read transaction), then the audit line written before the answer and the access " +
-		"log. Fixed in this change: usage counters off the request path, audit lines hand-encoded and written in " +
-		"groups, results self-encoded, no goroutines per call on SQLite, labels decoded without encoding/json, the " +
-		"request decoded once. Plan: make serve the only writer of its database (the admin CLI calls serve when it " +
-		"runs), so that members and issues can be served from an exact in-memory copy kept by the writer, still " +
-		"read on every call."
+	profileNote := "Where the time goes is in bench/profiles/ (section 4). History: before serve answered " +
+		"members and issues from its exact in-memory copy (sqlite.WithReadCache, docs/decisions.md), get_issue " +
+		"measured 0.58x here, the two SQLite reads of each call (member record, issue; pure-Go SQLite) being " +
+		"the largest part of its CPU under HTTP load."
 	addGoal := func(name, target string, got float64, ok bool, unit string) {
 		g := report.Goal{Name: name, Target: target, Measured: fmt.Sprintf("%.2f%s", got, unit), Status: report.Check(ok)}
 		if !ok {

@@ -85,11 +85,22 @@ func (b *backendFlags) open(ctx context.Context, c *cobra.Command, g *globals) (
 		// Admin commands print their result; the store's routine logs (such as an
 		// applied migration) would only clutter it.
 		quiet := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-		s, err := openSQLite(ctx, g.dataDir, sqlite.WithLogger(quiet))
+		// A running server keeps members and issues in memory: tell it first.
+		release, err := announceWrites(ctx, g.dataDir)
 		if err != nil {
 			return nil, nil, err
 		}
-		return s, func() { _ = s.Close() }, nil
+		s, err := openSQLite(ctx, g.dataDir, sqlite.WithLogger(quiet))
+		if err != nil {
+			_ = release()
+			return nil, nil, err
+		}
+		return s, func() {
+			_ = s.Close()
+			if err := release(); err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "warning: %v; restart aacmcp serve so that it reads the change\n", err)
+			}
+		}, nil
 	}
 	s, err := b.openDynamo(ctx)
 	if err != nil {

@@ -1,22 +1,87 @@
 package cli
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
-// lockFile is the file aacmcp serve holds an exclusive lock on for as long as it runs.
-const lockFile = "serve.lock"
+// The data folder has one owner at a time, and every other process that writes its
+// database says so first. aacmcp serve holds an exclusive flock on lockFile for as
+// long as it runs and keeps members and issues in memory (sqlite.WithReadCache), so
+// it must hear of every write it does not make itself:
+//
+//   - No server: an admin command holds a shared flock on lockFile while it works,
+//     so a server cannot start in between (it waits for the command to finish).
+//   - A server: the command connects to writersSocket and holds the connection open
+//     while it works; the server reads the database instead of its copy until the
+//     connection closes, however it closes (kill -9 included: the kernel closes it).
+//
+// The exclusive lock also keeps two servers apart: each would take the other's
+// in-flight idempotency claims for a dead process's. The kernel drops a flock when
+// its process dies, so a crash leaves nothing to clean up.
+const (
+	lockFile      = "serve.lock"
+	writersSocket = "writers.sock"
 
-// lockDataDir takes the data folder for one server. Two servers on one folder would
-// each believe the other's in-flight idempotency claims were abandoned; with the lock,
-// a claim still pending when a server starts provably belongs to a dead process. The
-// kernel drops the lock when the process dies, however it dies, so a kill -9 leaves
-// nothing to clean up. Admin commands (token, member, ...) do not take it.
-func lockDataDir(dataDir string) (release func(), err error) {
+	// lockWait bounds how long serve waits for admin commands to finish, and an
+	// admin command for a starting server to answer.
+	lockWait = 30 * time.Second
+	// sessionHello is the whole protocol: the command sends it, the server answers
+	// sessionOK once it reads the database directly, and the session lasts until the
+	// connection closes.
+	sessionHello = "aacmcp external-writes v1\n"
+	sessionOK    = "ok\n"
+)
+
+var errServeRunning = errors.New("another aacmcp serve is using the data folder")
+
+// lockDataDir takes the data folder for one server, waiting up to lockWait for admin
+// commands that hold it to finish. Another server holding it is an error at once.
+func lockDataDir(ctx context.Context, dataDir string) (release func(), err error) {
+	f, err := openLockFile(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock the data folder: %w", err)
+		}
+		if serverAnswers(dataDir) {
+			f.Close()
+			return nil, fmt.Errorf("%w %s (stop it, or pass another --data)", errServeRunning, dataDir)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("the data folder %s is still locked after %s by another aacmcp process "+
+				"(a server starting or stopping, or an admin command)", dataDir, lockWait)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func openLockFile(dataDir string) (*os.File, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
@@ -24,12 +89,239 @@ func lockDataDir(dataDir string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the data folder's lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another aacmcp serve is using the data folder %s (stop it, or pass another --data)", dataDir)
-		}
-		return nil, fmt.Errorf("lock the data folder: %w", err)
+	return f, nil
+}
+
+// externalWriter is what the server tells of an admin command's session
+// (sqlite.Store.BeginExternalWrites).
+type externalWriter interface {
+	BeginExternalWrites() (end func())
+}
+
+// writersListener is the server's side of writersSocket.
+type writersListener struct {
+	ln    net.Listener
+	st    externalWriter
+	log   *slog.Logger
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// listenWriters opens writersSocket. The caller holds the folder's lock, so a socket
+// file left there belongs to a server that died and is removed.
+func listenWriters(dataDir string, st externalWriter, log *slog.Logger) (*writersListener, error) {
+	path, done, err := socketPath(dataDir)
+	if err != nil {
+		return nil, err
 	}
-	return func() { f.Close() }, nil
+	defer done()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove the stale %s: %w", writersSocket, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", filepath.Join(dataDir, writersSocket), err)
+	}
+	// The folder is 0700 already; the socket says the same on its own.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", writersSocket, err)
+	}
+	w := &writersListener{ln: ln, st: st, log: log, conns: map[net.Conn]struct{}{}}
+	w.wg.Add(1)
+	go w.accept()
+	return w, nil
+}
+
+func (w *writersListener) accept() {
+	defer w.wg.Done()
+	for {
+		c, err := w.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		w.mu.Lock()
+		if w.conns == nil { // closing
+			w.mu.Unlock()
+			c.Close()
+			return
+		}
+		w.conns[c] = struct{}{}
+		w.mu.Unlock()
+		w.wg.Add(1)
+		go w.session(c)
+	}
+}
+
+func (w *writersListener) session(c net.Conn) {
+	defer w.wg.Done()
+	defer func() {
+		c.Close()
+		w.mu.Lock()
+		delete(w.conns, c)
+		w.mu.Unlock()
+	}()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	hello, err := r.ReadString('\n')
+	if hello == "" && errors.Is(err, io.EOF) {
+		return // a probe: another serve checking whether this one runs (serverAnswers)
+	}
+	if err != nil || hello != sessionHello {
+		w.log.Warn("refused a connection on the writers socket", "hello", hello, "err", err)
+		return
+	}
+	end := w.st.BeginExternalWrites()
+	defer end()
+	if _, err := io.WriteString(c, sessionOK); err != nil {
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	w.log.Debug("an admin command is writing the database")
+	_, _ = io.Copy(io.Discard, r) // until the command closes the connection, or dies
+}
+
+// Close stops accepting and ends the sessions still open. The server calls it after
+// its last request, so no read can use the copy once sessions stop being honoured.
+func (w *writersListener) Close() error {
+	err := w.ln.Close()
+	w.mu.Lock()
+	for c := range w.conns {
+		c.Close()
+	}
+	w.conns = nil
+	w.mu.Unlock()
+	w.wg.Wait()
+	return err
+}
+
+// announceWrites is called by an admin command before it opens the database, and
+// release when it has closed it. See the comment on lockFile.
+func announceWrites(ctx context.Context, dataDir string) (release func() error, err error) {
+	f, err := openLockFile(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return func() error { return f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock the data folder: %w", err)
+		}
+		// A server holds the folder; it may still be starting.
+		c, err := openSession(dataDir)
+		if err == nil {
+			f.Close()
+			return c.release(ctx, dataDir), nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("the aacmcp serve that holds the data folder %s does not answer on %s: %w",
+				dataDir, writersSocket, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+type session struct {
+	c    net.Conn
+	lost atomic.Bool // the server closed the session first: it stopped or died
+	done chan struct{}
+}
+
+func openSession(dataDir string) (*session, error) {
+	path, done, err := socketPath(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	done()
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	if _, err := io.WriteString(c, sessionHello); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if ok, err := r.ReadString('\n'); err != nil || ok != sessionOK {
+		c.Close()
+		return nil, fmt.Errorf("the server did not accept the session (answer %q): %v", ok, err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	s := &session{c: c, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		_, _ = io.Copy(io.Discard, r)
+		s.lost.Store(true)
+	}()
+	return s, nil
+}
+
+// release ends the session. If the server went away meanwhile, a server started
+// after it may have read what this command was changing before the change was
+// committed; a new empty session makes that server drop its copy.
+func (s *session) release(ctx context.Context, dataDir string) func() error {
+	return func() error {
+		lost := s.lost.Load()
+		s.c.Close()
+		<-s.done
+		if !lost {
+			return nil
+		}
+		again, err := announceWrites(ctx, dataDir)
+		if err != nil {
+			return fmt.Errorf("the server stopped while this command ran, and the next one did not answer: %w", err)
+		}
+		return again()
+	}
+}
+
+// serverAnswers reports whether a server accepts connections on the folder's socket.
+func serverAnswers(dataDir string) bool {
+	path, done, err := socketPath(dataDir)
+	if err != nil {
+		return false
+	}
+	defer done()
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// maxSocketPath is below sun_path's 108 bytes on Linux (104 on BSDs).
+const maxSocketPath = 100
+
+// socketPath names writersSocket so that bind and connect accept it: a data folder
+// deep enough to overflow sun_path is reached through its open descriptor instead
+// (/proc/self/fd/N/writers.sock, Linux). done closes that descriptor.
+func socketPath(dataDir string) (path string, done func(), err error) {
+	p := filepath.Join(dataDir, writersSocket)
+	if len(p) <= maxSocketPath {
+		return p, func() {}, nil
+	}
+	d, err := os.Open(dataDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("open the data folder: %w", err)
+	}
+	short := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), writersSocket)
+	if _, err := os.Stat(filepath.Dir(short)); err != nil {
+		d.Close()
+		return "", nil, fmt.Errorf("the data folder's path is too long for a socket (%d bytes, at most %d): %s", len(p), maxSocketPath, dataDir)
+	}
+	return short, func() { d.Close() }, nil
 }

@@ -142,17 +142,25 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		return err
 	}
 
-	unlock, err := lockDataDir(g.dataDir)
+	unlock, err := lockDataDir(ctx, g.dataDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 
-	st, err := openSQLite(ctx, g.dataDir, sqlite.WithLogger(log))
+	// The server is the one writer of its database apart from admin commands, which
+	// announce themselves on the writers socket (lock.go): members and issues can be
+	// served from an exact copy in memory.
+	st, err := openSQLite(ctx, g.dataDir, sqlite.WithLogger(log), sqlite.WithReadCache())
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	writers, err := listenWriters(g.dataDir, st, log)
+	if err != nil {
+		return err
+	}
+	defer writers.Close()
 	// We hold the folder alone: a claim still pending is a dead process's (kill -9
 	// between claiming an idempotency key and settling it). Release it so the client's
 	// retry runs now instead of being refused as in progress until the lease ends.
