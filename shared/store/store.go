@@ -14,6 +14,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -174,6 +175,20 @@ type Issue struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 	Version      int64     `json:"version"`
 	CommentCount int64     `json:"comment_count"`
+}
+
+// Clone returns a deep copy (labels never nil), for a holder that hands the same
+// issue to several callers, each free to change what it got.
+func (is Issue) Clone() Issue {
+	is.Labels = slices.Clone(is.Labels)
+	if is.Labels == nil {
+		is.Labels = []string{}
+	}
+	if is.Assignee != nil {
+		a := *is.Assignee
+		is.Assignee = &a
+	}
+	return is
 }
 
 // NewIssue is the input of CreateIssue. Status and Priority are already defaulted and

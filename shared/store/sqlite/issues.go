@@ -67,15 +67,17 @@ func getIssue(x q, ws, idOrKey string) (store.Issue, int64, error) {
 
 // GetIssue implements store.Reader.
 func (s *Store) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, error) {
-	is, g, fill, ok := s.issueFromCache(ws, idOrKey)
-	if ok {
-		return is, nil
+	g, use := s.cacheSnapshot()
+	if use {
+		if is, ok := s.cache.issue(g, cacheKey{ws, idOrKey}); ok {
+			return is, nil
+		}
 	}
 	is, _, err := getIssue(s.read(ctx), ws, idOrKey)
 	if err != nil {
 		return store.Issue{}, s.fail(err)
 	}
-	if fill {
+	if use {
 		s.cache.putIssue(g, cacheKey{ws, idOrKey}, is)
 	}
 	return is, nil

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -100,11 +99,11 @@ func (c *readCache) issue(g uint64, k cacheKey) (store.Issue, bool) {
 	if !ok || e.gen != g {
 		return store.Issue{}, false
 	}
-	return cloneIssue(e.is), true
+	return e.is.Clone(), true
 }
 
 func (c *readCache) putIssue(g uint64, k cacheKey, is store.Issue) {
-	is = cloneIssue(is)
+	is = is.Clone()
 	c.mu.Lock()
 	makeRoom(c.issues, k, c.max)
 	c.issues[k] = cachedIssue{gen: g, is: is}
@@ -124,18 +123,6 @@ func makeRoom[V any](m map[cacheKey]V, k cacheKey, max int) {
 		delete(m, victim)
 		return
 	}
-}
-
-func cloneIssue(is store.Issue) store.Issue {
-	is.Labels = slices.Clone(is.Labels)
-	if is.Labels == nil {
-		is.Labels = []string{}
-	}
-	if is.Assignee != nil {
-		a := *is.Assignee
-		is.Assignee = &a
-	}
-	return is
 }
 
 // BeginExternalWrites announces that another process is about to write the
@@ -158,30 +145,13 @@ func (s *Store) BeginExternalWrites() (end func()) {
 	return func() { once.Do(func() { c.external.Add(-1) }) }
 }
 
-// memberFromCache serves GetMember from memory when it can; ok=false means "read
-// the database", then tagged g, and stored only if fill.
-func (s *Store) memberFromCache(ws, user string) (m store.Member, g uint64, fill, ok bool) {
+// cacheSnapshot is where GetMember and GetIssue start: use=false means read the
+// database and keep nothing; otherwise look up and store under tag g.
+func (s *Store) cacheSnapshot() (g uint64, use bool) {
 	if s.cache == nil {
-		return store.Member{}, 0, false, false
+		return 0, false
 	}
-	g, fill = s.cache.snapshot()
-	if !fill {
-		return store.Member{}, 0, false, false
-	}
-	m, ok = s.cache.member(g, cacheKey{ws, user})
-	return m, g, true, ok
-}
-
-func (s *Store) issueFromCache(ws, idOrKey string) (is store.Issue, g uint64, fill, ok bool) {
-	if s.cache == nil {
-		return store.Issue{}, 0, false, false
-	}
-	g, fill = s.cache.snapshot()
-	if !fill {
-		return store.Issue{}, 0, false, false
-	}
-	is, ok = s.cache.issue(g, cacheKey{ws, idOrKey})
-	return is, g, true, ok
+	return s.cache.snapshot()
 }
 
 // cacheLen reports the read cache's entries (tests; zero without WithReadCache).

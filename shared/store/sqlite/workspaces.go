@@ -51,12 +51,14 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 
 // GetMember implements store.Reader.
 func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
-	m, g, fill, ok := s.memberFromCache(ws, user)
-	if ok {
-		return m, nil
+	g, use := s.cacheSnapshot()
+	if use {
+		if m, ok := s.cache.member(g, cacheKey{ws, user}); ok {
+			return m, nil
+		}
 	}
 	m, err := s.getMember(ctx, ws, user)
-	if err == nil && fill {
+	if err == nil && use {
 		s.cache.putMember(g, cacheKey{ws, user}, m)
 	}
 	return m, err

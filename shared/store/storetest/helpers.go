@@ -70,15 +70,9 @@ func must(t *testing.T, what string, err error) {
 // normIssue makes issues comparable with reflect.DeepEqual: times in UTC, labels
 // never nil.
 func normIssue(is store.Issue) store.Issue {
+	is = is.Clone()
 	is.CreatedAt = is.CreatedAt.UTC()
 	is.UpdatedAt = is.UpdatedAt.UTC()
-	if is.Labels == nil {
-		is.Labels = []string{}
-	}
-	if is.Assignee != nil {
-		a := *is.Assignee
-		is.Assignee = &a
-	}
 	return is
 }
 

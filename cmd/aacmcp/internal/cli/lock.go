@@ -49,32 +49,58 @@ var errServeRunning = errors.New("another aacmcp serve is using the data folder"
 // lockDataDir takes the data folder for one server, waiting up to lockWait for admin
 // commands that hold it to finish. Another server holding it is an error at once.
 func lockDataDir(ctx context.Context, dataDir string) (release func(), err error) {
+	f, err := waitForLock(ctx, dataDir, syscall.LOCK_EX, func() error {
+		if serverAnswers(dataDir) {
+			return fmt.Errorf("%w %s (stop it, or pass another --data)", errServeRunning, dataDir)
+		}
+		return nil
+	}, func() error {
+		return fmt.Errorf("the data folder %s is still locked after %s by another aacmcp process "+
+			"(a server starting or stopping, or an admin command)", dataDir, lockWait)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// errHandled ends waitForLock without the lock and without an error: busy found
+// another way to proceed.
+var errHandled = errors.New("handled without the lock")
+
+// waitForLock takes a flock (LOCK_EX or LOCK_SH) on the folder's lock file. While
+// it is busy, busy is asked every 50 ms, for up to lockWait: an error from it ends
+// the wait (errHandled: the caller proceeds another way); past lockWait the error
+// is timeout's.
+func waitForLock(ctx context.Context, dataDir string, how int, busy, timeout func() error) (*os.File, error) {
 	f, err := openLockFile(dataDir)
 	if err != nil {
 		return nil, err
 	}
+	locked := false
+	defer func() {
+		if !locked {
+			f.Close()
+		}
+	}()
 	deadline := time.Now().Add(lockWait)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil
+			locked = true
+			return f, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
 			return nil, fmt.Errorf("lock the data folder: %w", err)
 		}
-		if serverAnswers(dataDir) {
-			f.Close()
-			return nil, fmt.Errorf("%w %s (stop it, or pass another --data)", errServeRunning, dataDir)
+		if err := busy(); err != nil {
+			return nil, err
 		}
 		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("the data folder %s is still locked after %s by another aacmcp process "+
-				"(a server starting or stopping, or an admin command)", dataDir, lockWait)
+			return nil, timeout()
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -199,38 +225,25 @@ func (w *writersListener) Close() error {
 // announceWrites is called by an admin command before it opens the database, and
 // release when it has closed it. See the comment on lockFile.
 func announceWrites(ctx context.Context, dataDir string) (release func() error, err error) {
-	f, err := openLockFile(dataDir)
-	if err != nil {
+	var sess *session
+	var lastErr error
+	f, err := waitForLock(ctx, dataDir, syscall.LOCK_SH, func() error {
+		// A server holds the folder; it may still be starting.
+		if sess, lastErr = openSession(dataDir); lastErr == nil {
+			return errHandled
+		}
+		return nil
+	}, func() error {
+		return fmt.Errorf("the aacmcp serve that holds the data folder %s does not answer on %s: %w",
+			dataDir, writersSocket, lastErr)
+	})
+	switch {
+	case errors.Is(err, errHandled):
+		return sess.release(ctx, dataDir), nil
+	case err != nil:
 		return nil, err
 	}
-	deadline := time.Now().Add(lockWait)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if err == nil {
-			return func() error { return f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock the data folder: %w", err)
-		}
-		// A server holds the folder; it may still be starting.
-		c, err := openSession(dataDir)
-		if err == nil {
-			f.Close()
-			return c.release(ctx, dataDir), nil
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("the aacmcp serve that holds the data folder %s does not answer on %s: %w",
-				dataDir, writersSocket, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return func() error { return f.Close() }, nil
 }
 
 type session struct {
