@@ -23,6 +23,9 @@ type Store interface {
 	// RecoverUsage counts the increments whose events were not counted yet and
 	// returns how many it counted.
 	RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (int, error)
+	// ArmUsageReplay makes the watermark cover the records written from now on (a
+	// clean stop may have sealed it at the last run's clock).
+	ArmUsageReplay(ctx context.Context) error
 }
 
 // Stats describes one replay.
@@ -84,6 +87,9 @@ func Replay(ctx context.Context, dataDir string, st Store, known func(tool strin
 	}
 	s.Recovered, err = st.RecoverUsage(ctx, incs)
 	if err != nil {
+		return s, fmt.Errorf("usage replay: %w", err)
+	}
+	if err := st.ArmUsageReplay(ctx); err != nil {
 		return s, fmt.Errorf("usage replay: %w", err)
 	}
 	return s, nil

@@ -271,10 +271,38 @@ func (s *Store) FlushUsage(ctx context.Context) error {
 	return nil
 }
 
+// SealUsage commits every queued increment and moves the watermark to now, for a
+// clean stop: the one process counting usage calls it once no call can count any
+// more (serve, after its HTTP server shut down with every request finished), so
+// that its next start has nothing of this run to replay. That precondition is the
+// caller's: an increment queued after the seal is still committed by Close, but a
+// crash before that would lose it with no replay to bring it back.
+func (s *Store) SealUsage(ctx context.Context) error {
+	if err := s.FlushUsage(ctx); err != nil {
+		return err
+	}
+	return s.writeCounters(ctx, func(x q) error {
+		_, err := x.exec(`UPDATE usage_watermark SET replay_from = ? WHERE id = 1`, nanos(s.now()))
+		return err
+	})
+}
+
+// ArmUsageReplay lowers the watermark to now minus usageReplaySlack where it is
+// later: called when the replay at start is done. A sealed watermark is the last
+// run's now; until this run's first flush moves it, the records this run writes
+// must all be at or after it, whatever the clock did while the server was down.
+func (s *Store) ArmUsageReplay(ctx context.Context) error {
+	return s.writeCounters(ctx, func(x q) error {
+		_, err := x.exec(`UPDATE usage_watermark SET replay_from = min(replay_from, ?) WHERE id = 1`,
+			nanos(s.now().Add(-usageReplaySlack)))
+		return err
+	})
+}
+
 // RecoverUsage commits increments rebuilt from the audit log after a crash, through
 // the same path as a flush: an increment whose event was counted already is dropped.
 // It returns how many were counted now. The watermark is left alone: the next flush
-// moves it.
+// moves it (ArmUsageReplay makes sure it is not ahead of this run meanwhile).
 func (s *Store) RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (int, error) {
 	batch := make([]pendingUsage, 0, min(len(incs), usageFlushBatch))
 	recovered := 0

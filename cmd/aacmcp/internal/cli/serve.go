@@ -264,7 +264,17 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:  func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	return serveUntilDone(ctx, srv, ln, log, g.env.Ready, base)
+	if err := serveUntilDone(ctx, srv, ln, log, g.env.Ready, base); err != nil {
+		return err
+	}
+	// Every request has finished, so no call can count usage any more: commit the
+	// counters and tell the next start it has nothing of this run to replay.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := st.SealUsage(sctx); err != nil {
+		log.Warn("usage counters not sealed; the next start replays the last minutes of the audit log", "err", err)
+	}
+	return nil
 }
 
 // serveUntilDone serves on ln until ctx is cancelled (SIGINT, SIGTERM), then lets
