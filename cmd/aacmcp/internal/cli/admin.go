@@ -10,19 +10,17 @@ import (
 )
 
 func newWorkspaceCmd(g *globals) *cobra.Command {
-	var (
-		b             backendFlags
-		id, key, name string
-		asJSON        bool
-	)
-	create := &cobra.Command{
+	var id, key, name string
+	create := newAdminCmd(g, &cobra.Command{
 		Use:     "create --id ID --key PREFIX [--name NAME]",
 		Short:   "Create a workspace (a tenant) with its issue key prefix",
 		Example: `  aacmcp workspace create --id acme --key ACME --name "Acme Corp"`,
 		Args:    wrapArgs(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if !validID(id) {
-				return usagef("--id %q: use 1-64 letters, digits, '-', '_' or '.'", id)
+	}, adminAction{
+		jsonHelp: "print the workspace as JSON",
+		check: func([]string) error {
+			if err := checkID("--id", id); err != nil {
+				return err
 			}
 			key = strings.ToUpper(key)
 			if !store.ValidWorkspaceKey(key) {
@@ -31,29 +29,20 @@ func newWorkspaceCmd(g *globals) *cobra.Command {
 			if name == "" {
 				name = id
 			}
-			s, done, err := b.open(c.Context(), c, g)
-			if err != nil {
-				return err
-			}
-			defer done()
-			w, err := s.CreateWorkspace(c.Context(), store.Workspace{ID: id, Key: key, Name: name, CreatedAt: g.env.now().UTC()})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(c.OutOrStdout(), w)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "created workspace %s (issue keys %s-1, %s-2, ...)\n", w.ID, w.Key, w.Key)
 			return nil
 		},
-	}
+		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
+			w, err := s.CreateWorkspace(c.Context(), store.Workspace{ID: id, Key: key, Name: name, CreatedAt: g.env.now().UTC()})
+			if err != nil {
+				return nil, "", err
+			}
+			return w, fmt.Sprintf("created workspace %s (issue keys %s-1, %s-2, ...)\n", w.ID, w.Key, w.Key), nil
+		},
+	})
 	create.Flags().StringVar(&id, "id", "", "workspace id (required)")
 	create.Flags().StringVar(&key, "key", "", "issue key prefix such as AAC (required)")
 	create.Flags().StringVar(&name, "name", "", "display name (default: the id)")
-	create.Flags().BoolVar(&asJSON, "json", false, "print the workspace as JSON")
-	_ = create.MarkFlagRequired("id")
-	_ = create.MarkFlagRequired("key")
-	addBackendFlags(create, g, &b)
+	requireFlags(create, "id", "key")
 	return newGroup("workspace", "Manage workspaces", create)
 }
 
@@ -63,12 +52,8 @@ func newMemberCmd(g *globals) *cobra.Command {
 }
 
 func newMemberAddCmd(g *globals) *cobra.Command {
-	var (
-		b              backendFlags
-		ws, user, role string
-		asJSON         bool
-	)
-	c := &cobra.Command{
+	var ws, user, role string
+	c := newAdminCmd(g, &cobra.Command{
 		Use:   "add --workspace ID --user USER --role viewer|member|admin",
 		Short: "Add a user to a workspace, or change their role",
 		Long: `Add a user to a workspace, or change the role of one already there.
@@ -76,120 +61,84 @@ The role is read at every call, so a change takes effect at once for tokens alre
 viewer: read tools only; member: read and write; admin: also deletes anyone's items.`,
 		Example: `  aacmcp member add --workspace demo --user alice --role member`,
 		Args:    wrapArgs(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error {
-			r := store.Role(role)
-			if !r.Valid() {
+	}, adminAction{
+		jsonHelp: "print the member record as JSON",
+		check: func([]string) error {
+			if !store.Role(role).Valid() {
 				return usagef("--role %q: want viewer, member or admin", role)
 			}
-			if !validID(user) {
-				return usagef("--user %q: use 1-64 letters, digits, '-', '_' or '.'", user)
-			}
-			s, done, err := b.open(c.Context(), c, g)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if _, err := s.GetWorkspace(c.Context(), ws); err != nil {
-				return fmt.Errorf("workspace %q: %s", ws, describe(err))
-			}
-			m, err := s.UpdateMember(c.Context(), store.Member{WorkspaceID: ws, UserID: user, Role: r, CreatedAt: g.env.now().UTC()})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(c.OutOrStdout(), m)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "%s is %s in workspace %s\n", m.UserID, m.Role, m.WorkspaceID)
-			return nil
+			return checkID("--user", user)
 		},
-	}
+		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
+			if err := workspaceExists(c.Context(), s, ws); err != nil {
+				return nil, "", err
+			}
+			m, err := s.UpdateMember(c.Context(), store.Member{WorkspaceID: ws, UserID: user, Role: store.Role(role), CreatedAt: g.env.now().UTC()})
+			if err != nil {
+				return nil, "", err
+			}
+			return m, fmt.Sprintf("%s is %s in workspace %s\n", m.UserID, m.Role, m.WorkspaceID), nil
+		},
+	})
 	c.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
 	c.Flags().StringVar(&user, "user", "", "user id (required)")
 	c.Flags().StringVar(&role, "role", "", "viewer, member or admin (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the member record as JSON")
-	for _, f := range []string{"workspace", "user", "role"} {
-		_ = c.MarkFlagRequired(f)
-	}
-	addBackendFlags(c, g, &b)
+	requireFlags(c, "workspace", "user", "role")
 	return c
 }
 
 func newMemberRemoveCmd(g *globals) *cobra.Command {
-	var (
-		b        backendFlags
-		ws, user string
-	)
-	c := &cobra.Command{
+	var ws, user string
+	c := newAdminCmd(g, &cobra.Command{
 		Use:   "remove --workspace ID --user USER",
 		Short: "Remove a user from a workspace",
 		Long: `Remove a user's member record. Their tokens stay valid but every tool answers
 permission_denied from the next call on; revoke the tokens too to stop them at the door.`,
 		Args: wrapArgs(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error {
-			s, done, err := b.open(c.Context(), c, g)
-			if err != nil {
-				return err
-			}
-			defer done()
+	}, adminAction{
+		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
 			if err := s.DeleteMember(c.Context(), ws, user); err != nil {
-				return fmt.Errorf("member %q of workspace %q: %s", user, ws, describe(err))
+				return nil, "", fmt.Errorf("member %q of workspace %q: %s", user, ws, describe(err))
 			}
-			fmt.Fprintf(c.OutOrStdout(), "removed %s from workspace %s\n", user, ws)
-			return nil
+			return nil, fmt.Sprintf("removed %s from workspace %s\n", user, ws), nil
 		},
-	}
+	})
 	c.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
 	c.Flags().StringVar(&user, "user", "", "user id (required)")
-	_ = c.MarkFlagRequired("workspace")
-	_ = c.MarkFlagRequired("user")
-	addBackendFlags(c, g, &b)
+	requireFlags(c, "workspace", "user")
 	return c
 }
 
 func newAgentCmd(g *globals) *cobra.Command {
-	var (
-		b            backendFlags
-		ws, id, name string
-		asJSON       bool
-	)
-	add := &cobra.Command{
+	var ws, id, name string
+	add := newAdminCmd(g, &cobra.Command{
 		Use:     "add --workspace ID --id AGENT [--name NAME]",
 		Short:   "Add an AI agent that issues can be assigned to",
 		Example: `  aacmcp agent add --workspace demo --id triage-bot --name "Triage bot"`,
 		Args:    wrapArgs(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if !validID(id) {
-				return usagef("--id %q: use 1-64 letters, digits, '-', '_' or '.'", id)
-			}
+	}, adminAction{
+		jsonHelp: "print the agent as JSON",
+		check: func([]string) error {
 			if name == "" {
 				name = id
 			}
-			s, done, err := b.open(c.Context(), c, g)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if _, err := s.GetWorkspace(c.Context(), ws); err != nil {
-				return fmt.Errorf("workspace %q: %s", ws, describe(err))
+			return checkID("--id", id)
+		},
+		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
+			if err := workspaceExists(c.Context(), s, ws); err != nil {
+				return nil, "", err
 			}
 			a, err := s.CreateAgent(c.Context(), store.Agent{WorkspaceID: ws, ID: id, Name: name, CreatedAt: g.env.now().UTC()})
 			if err != nil {
-				return err
+				return nil, "", err
 			}
-			if asJSON {
-				return writeJSON(c.OutOrStdout(), a)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "added agent %s to workspace %s\n", a.ID, a.WorkspaceID)
-			return nil
+			return a, fmt.Sprintf("added agent %s to workspace %s\n", a.ID, a.WorkspaceID), nil
 		},
-	}
+	})
 	add.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
 	add.Flags().StringVar(&id, "id", "", "agent id (required)")
 	add.Flags().StringVar(&name, "name", "", "display name (default: the id)")
-	add.Flags().BoolVar(&asJSON, "json", false, "print the agent as JSON")
-	_ = add.MarkFlagRequired("workspace")
-	_ = add.MarkFlagRequired("id")
-	addBackendFlags(add, g, &b)
+	requireFlags(add, "workspace", "id")
 	return newGroup("agent", "Manage the AI agents of a workspace", add)
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +297,90 @@ func TestAdminFailuresExitOne(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "--help") {
 				t.Errorf("stderr = %q, want %q and no usage hint", r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdminHumanOutput pins, byte for byte, what the admin commands print without
+// --json.
+func TestAdminHumanOutput(t *testing.T) {
+	data := t.TempDir()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	exec := func(args ...string) string {
+		t.Helper()
+		var out, errb syncBuffer
+		code := Run(context.Background(), append(args, "--data", data), Env{
+			Stdout: &out, Stderr: &errb,
+			Getenv: func(string) string { return "" },
+			Now:    func() time.Time { return now },
+		})
+		if code != ExitOK {
+			t.Fatalf("aacmcp %s: exit %d\nstderr: %s", strings.Join(args, " "), code, errb.String())
+		}
+		return out.String()
+	}
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workspace", "create", "--id", "acme", "--key", "acme"}, "created workspace acme (issue keys ACME-1, ACME-2, ...)\n"},
+		{[]string{"member", "add", "--workspace", "acme", "--user", "alice", "--role", "member"}, "alice is member in workspace acme\n"},
+		{[]string{"agent", "add", "--workspace", "acme", "--id", "bot"}, "added agent bot to workspace acme\n"},
+		{[]string{"member", "remove", "--workspace", "acme", "--user", "alice"}, "removed alice from workspace acme\n"},
+		{[]string{"token", "list"}, "TOKEN ID  NAME  WORKSPACE  USER  SCOPES  EXPIRES  STATE\n"},
+	}
+	for _, s := range steps {
+		if got := exec(s.args...); got != s.want {
+			t.Errorf("aacmcp %s printed %q, want %q", strings.Join(s.args, " "), got, s.want)
+		}
+	}
+
+	created := exec("token", "create", "--workspace", "acme", "--user", "bob", "--scopes", "issues:read,issues:write", "--ttl", "1h")
+	id := strings.Fields(created)[1]
+	secret := strings.Fields(created)[11]
+	want := "token " + id + " for bob in acme, scopes issues:read issues:write, expires 2026-03-04T06:06:07Z\n" +
+		"\n  " + secret + "\n\nThis secret is shown once; only its hash is stored.\n"
+	if !strings.HasPrefix(id, "tok_") || !auth.ValidFormat(secret) || created != want {
+		t.Errorf("token create printed %q, want %q", created, want)
+	}
+	if got, want := exec("token", "list"),
+		"TOKEN ID                        NAME  WORKSPACE  USER  SCOPES                    EXPIRES               STATE\n"+
+			id+"  -     acme       bob   issues:read,issues:write  2026-03-04T06:06:07Z  active\n"; got != want {
+		t.Errorf("token list printed\n%s\nwant\n%s", got, want)
+	}
+	if got, want := exec("token", "revoke", id), "revoked "+id+" at 2026-03-04T05:06:07Z\n"; got != want {
+		t.Errorf("token revoke printed %q, want %q", got, want)
+	}
+}
+
+// TestAdminChecksBeforeOpening: a mistake on the command line is reported before the
+// store is opened (no data folder appears) and before the backend flags are judged.
+func TestAdminChecksBeforeOpening(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"workspace id", []string{"workspace", "create", "--id", "a#b", "--key", "AB"}, `--id "a#b"`},
+		{"workspace key", []string{"workspace", "create", "--id", "ab", "--key", "1AB"}, `--key "1AB"`},
+		{"member role", []string{"member", "add", "--workspace", "w", "--user", "u", "--role", "owner"}, `--role "owner"`},
+		{"member user", []string{"member", "add", "--workspace", "w", "--user", "u/v", "--role", "viewer"}, `--user "u/v"`},
+		{"agent id", []string{"agent", "add", "--workspace", "w", "--id", "b t"}, `--id "b t"`},
+		{"token scopes", []string{"token", "create", "--workspace", "w", "--user", "u", "--scopes", "admin"}, `unknown scope "admin"`},
+		{"token ttl", []string{"token", "create", "--workspace", "w", "--user", "u", "--scopes", "issues:read", "--ttl", "0s"}, "--ttl 0s"},
+		{"revoke a secret", []string{"token", "revoke", "aac_secret"}, "not a token id"},
+		{"json on member remove", []string{"member", "remove", "--workspace", "w", "--user", "u", "--json"}, "unknown flag: --json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir() + "/data"
+			r := run(t, nil, append(tc.args, "--data", data, "--backend", "mysql")...)
+			if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want a usage error with %q", r.code, r.stderr, tc.want)
+			}
+			if _, err := os.Stat(data); err == nil {
+				t.Errorf("the data folder was created by a command that failed its checks")
 			}
 		})
 	}

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -79,30 +77,16 @@ func withSpinner(w io.Writer, desc string, fn func() error) error {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return fn()
 	}
+	// A bar of unknown length that has started redraws itself (every 100 ms), so
+	// nothing here needs to tick it; the blank render starts it.
 	bar := progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
 	)
-	ctx, cancel := context.WithCancel(context.Background())
-	spun := make(chan struct{})
-	go func() {
-		defer close(spun)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				_ = bar.Add(1)
-			}
-		}
-	}()
 	err := fn()
-	cancel()
-	<-spun
 	_ = bar.Finish()
 	return err
 }
