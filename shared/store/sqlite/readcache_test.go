@@ -237,3 +237,88 @@ func TestCounterWritesKeepTheCache(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEveryWriteOfMembersAndIssuesDropsTheCopy goes through the store's writes that
+// change what GetMember or GetIssue answer, directly or by a side effect (a
+// comment's count, a cascade), each after both reads are in memory under the id
+// and under the key: the next read must see the write. A write moved to
+// writeCounters would fail here.
+func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
+	ctx := context.Background()
+	issueIs := func(want func(store.Issue, error) bool, what string) func(*testing.T, *Store, string) {
+		return func(t *testing.T, s *Store, id string) {
+			for _, ref := range []string{id, "AAC-1"} {
+				is, err := s.GetIssue(ctx, "ws", ref)
+				if !want(is, err) {
+					t.Errorf("GetIssue(%s) = %+v, %v; want %s", ref, is, err, what)
+				}
+			}
+		}
+	}
+	memberIs := func(want func(store.Member, error) bool, what string) func(*testing.T, *Store, string) {
+		return func(t *testing.T, s *Store, _ string) {
+			if m, err := s.GetMember(ctx, "ws", "u"); !want(m, err) {
+				t.Errorf("GetMember = %+v, %v; want %s", m, err, what)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(s *Store, id string) error
+		check func(*testing.T, *Store, string)
+	}{
+		{"update issue", func(s *Store, id string) error {
+			_, _, err := s.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr("new")})
+			return err
+		}, issueIs(func(is store.Issue, err error) bool { return err == nil && is.Title == "new" }, "title new")},
+		{"create comment", func(s *Store, id string) error {
+			_, err := s.CreateComment(ctx, "ws", "AAC-1", store.NewComment{Author: "u", Body: "b"})
+			return err
+		}, issueIs(func(is store.Issue, err error) bool { return err == nil && is.CommentCount == 1 }, "comment_count 1")},
+		{"delete comment", func(s *Store, id string) error {
+			c, err := s.CreateComment(ctx, "ws", id, store.NewComment{Author: "u", Body: "b"})
+			if err != nil {
+				return err
+			}
+			for _, ref := range []string{id, "AAC-1"} { // in memory again, with the count 1
+				if is, err := s.GetIssue(ctx, "ws", ref); err != nil || is.CommentCount != 1 {
+					return fmt.Errorf("before the delete: comment_count %d, %v; want 1", is.CommentCount, err)
+				}
+			}
+			_, err = s.DeleteComment(ctx, "ws", c.ID)
+			return err
+		}, issueIs(func(is store.Issue, err error) bool { return err == nil && is.CommentCount == 0 }, "comment_count 0")},
+		{"delete issue", func(s *Store, id string) error {
+			_, err := s.CreateAutopilotRun(ctx, "ws", store.AutopilotRun{IssueID: id, Instructions: "i", RequestedBy: "u"})
+			if err != nil {
+				return err
+			}
+			_, err = s.DeleteIssue(ctx, "ws", id)
+			return err
+		}, issueIs(func(_ store.Issue, err error) bool { return apperr.CodeOf(err) == apperr.NotFound }, "not_found")},
+		{"lower role", func(s *Store, _ string) error {
+			_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleViewer})
+			return err
+		}, memberIs(func(m store.Member, err error) bool { return err == nil && m.Role == store.RoleViewer }, "viewer")},
+		{"remove member", func(s *Store, _ string) error {
+			return s.DeleteMember(ctx, "ws", "u")
+		}, memberIs(func(_ store.Member, err error) bool { return apperr.CodeOf(err) == apperr.NotFound }, "not_found")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cached, _, id := cachePair(t)
+			for _, ref := range []string{id, "AAC-1"} {
+				if _, err := cached.GetIssue(ctx, "ws", ref); err != nil {
+					t.Fatal(err)
+				}
+			}
+			role(t, cached)
+			if m, i := cached.cacheLen(); m != 1 || i != 2 {
+				t.Fatalf("cache holds %d members, %d issues before the write; want 1, 2", m, i)
+			}
+			if err := tc.write(cached, id); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cached, id)
+		})
+	}
+}

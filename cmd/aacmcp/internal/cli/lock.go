@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -126,9 +125,17 @@ type externalWriter interface {
 
 // writersListener is the server's side of writersSocket.
 type writersListener struct {
-	ln    net.Listener
-	st    externalWriter
-	log   *slog.Logger
+	ln  net.Listener
+	st  externalWriter
+	log *slog.Logger
+	// dataDir names the folder whose writersSocket Close removes ("" when ln removes
+	// its own file). Go's listener would unlink the path it was bound to, which for a
+	// deep folder is /proc/self/fd/N/...: by then N is closed, or another file.
+	dataDir   string
+	done      chan struct{} // closed by Close: ends a wait between failed accepts
+	closeOnce sync.Once
+	closeErr  error
+
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -145,28 +152,56 @@ func listenWriters(dataDir string, st externalWriter, log *slog.Logger) (*writer
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove the stale %s: %w", writersSocket, err)
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", filepath.Join(dataDir, writersSocket), err)
 	}
+	ln.SetUnlinkOnClose(false)
 	// The folder is 0700 already; the socket says the same on its own.
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("chmod %s: %w", writersSocket, err)
 	}
-	w := &writersListener{ln: ln, st: st, log: log, conns: map[net.Conn]struct{}{}}
+	w := serveWriters(ln, st, log)
+	w.dataDir = dataDir
+	return w, nil
+}
+
+// serveWriters takes sessions on ln until Close.
+func serveWriters(ln net.Listener, st externalWriter, log *slog.Logger) *writersListener {
+	w := &writersListener{ln: ln, st: st, log: log, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	w.wg.Add(1)
 	go w.accept()
-	return w, nil
+	return w
 }
 
 func (w *writersListener) accept() {
 	defer w.wg.Done()
+	var delay time.Duration
 	for {
 		c, err := w.ln.Accept()
-		if err != nil {
-			return // closed
+		if errors.Is(err, net.ErrClosed) {
+			return
 		}
+		if err != nil {
+			// Out of descriptors and the like: wait and try again, as net/http does.
+			// Giving up would leave every admin command waiting for an answer that
+			// never comes, until the server restarts.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+				w.log.Warn("accept on the writers socket failed; retrying", "err", err)
+			} else {
+				delay = min(2*delay, time.Second)
+			}
+			select {
+			case <-w.done:
+				return
+			case <-time.After(delay):
+			}
+			continue
+		}
+		delay = 0
 		w.mu.Lock()
 		if w.conns == nil { // closing
 			w.mu.Unlock()
@@ -189,7 +224,9 @@ func (w *writersListener) session(c net.Conn) {
 		w.mu.Unlock()
 	}()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(c)
+	// No more than a hello is read (or logged) before the line is judged: a stranger
+	// cannot make the server buffer an endless line.
+	r := bufio.NewReader(io.LimitReader(c, int64(len(sessionHello))))
 	hello, err := r.ReadString('\n')
 	if hello == "" && errors.Is(err, io.EOF) {
 		return // a probe: another serve checking whether this one runs (serverAnswers)
@@ -205,21 +242,46 @@ func (w *writersListener) session(c net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	w.log.Debug("an admin command is writing the database")
-	_, _ = io.Copy(io.Discard, r) // until the command closes the connection, or dies
+	_, _ = io.Copy(io.Discard, c) // until the command closes the connection, or dies
 }
 
-// Close stops accepting and ends the sessions still open. The server calls it after
-// its last request, so no read can use the copy once sessions stop being honoured.
+// Close stops accepting, ends the sessions still open and removes the socket. The
+// server calls it after its HTTP server shut down, but a request that outlived the
+// shutdown grace may still run, and a command whose session is cut here goes on
+// writing: so the copy in memory is given up for good first, with a session that
+// never ends.
 func (w *writersListener) Close() error {
-	err := w.ln.Close()
-	w.mu.Lock()
-	for c := range w.conns {
-		c.Close()
+	w.closeOnce.Do(func() {
+		w.st.BeginExternalWrites()
+		close(w.done)
+		errs := []error{w.ln.Close()}
+		w.mu.Lock()
+		for c := range w.conns {
+			c.Close()
+		}
+		w.conns = nil
+		w.mu.Unlock()
+		w.wg.Wait()
+		if w.dataDir != "" {
+			errs = append(errs, removeSocket(w.dataDir))
+		}
+		w.closeErr = errors.Join(errs...)
+	})
+	return w.closeErr
+}
+
+// removeSocket deletes the folder's writersSocket, resolving a deep folder's path
+// afresh.
+func removeSocket(dataDir string) error {
+	path, done, err := socketPath(dataDir)
+	if err != nil {
+		return err
 	}
-	w.conns = nil
-	w.mu.Unlock()
-	w.wg.Wait()
-	return err
+	defer done()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", writersSocket, err)
+	}
+	return nil
 }
 
 // announceWrites is called by an admin command before it opens the database, and
@@ -246,11 +308,9 @@ func announceWrites(ctx context.Context, dataDir string) (release func() error, 
 	return func() error { return f.Close() }, nil
 }
 
-type session struct {
-	c    net.Conn
-	lost atomic.Bool // the server closed the session first: it stopped or died
-	done chan struct{}
-}
+// session is an admin command's open connection to the server: nothing is read
+// from it after the answer; release asks the kernel whether the server closed it.
+type session struct{ c net.Conn }
 
 func openSession(dataDir string) (*session, error) {
 	path, done, err := socketPath(dataDir)
@@ -273,13 +333,7 @@ func openSession(dataDir string) (*session, error) {
 		return nil, fmt.Errorf("the server did not accept the session (answer %q): %v", ok, err)
 	}
 	_ = c.SetDeadline(time.Time{})
-	s := &session{c: c, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		_, _ = io.Copy(io.Discard, r)
-		s.lost.Store(true)
-	}()
-	return s, nil
+	return &session{c: c}, nil
 }
 
 // release ends the session. If the server went away meanwhile, a server started
@@ -287,9 +341,8 @@ func openSession(dataDir string) (*session, error) {
 // committed; a new empty session makes that server drop its copy.
 func (s *session) release(ctx context.Context, dataDir string) func() error {
 	return func() error {
-		lost := s.lost.Load()
+		lost := peerClosed(s.c)
 		s.c.Close()
-		<-s.done
 		if !lost {
 			return nil
 		}
@@ -299,6 +352,29 @@ func (s *session) release(ctx context.Context, dataDir string) func() error {
 		}
 		return again()
 	}
+}
+
+// peerClosed reports whether the server closed its end of c (it stopped or died)
+// or may have: anything but "open, nothing to read" counts as closed, since a
+// needless new session only drops a copy. The kernel is asked, not a goroutine
+// reading c: it knows the moment the server closes, and the next server may have
+// read the database before this command's writes committed.
+func peerClosed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var peekErr error
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, peekErr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true // answer now; never wait for the socket to become readable
+	})
+	return err != nil || !errors.Is(peekErr, syscall.EAGAIN)
 }
 
 // serverAnswers reports whether a server accepts connections on the folder's socket.
