@@ -144,16 +144,4 @@ func newAgentCmd(g *globals) *cobra.Command {
 
 // validID reports whether s is a usable workspace, user or agent id: short, and made of
 // characters that survive DynamoDB keys ("#" separates key parts), URLs and logs.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		ok := r == '-' || r == '_' || r == '.' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+func validID(s string) bool { return nameOf(s, 1, 64) }

@@ -128,12 +128,16 @@ func openSQLite(ctx context.Context, dataDir string, opts ...sqlite.Option) (*sq
 
 // validTableName is DynamoDB's rule for table names, checked here so that a typo is a
 // usage error rather than an AWS ValidationException.
-func validTableName(s string) bool {
-	if len(s) < 3 || len(s) > 255 {
+func validTableName(s string) bool { return nameOf(s, 3, 255) }
+
+// nameOf reports whether s is shortest to longest letters, digits, '-', '_' or '.' (ASCII):
+// the alphabet of ids the CLI accepts and of DynamoDB table names.
+func nameOf(s string, shortest, longest int) bool {
+	if len(s) < shortest || len(s) > longest {
 		return false
 	}
 	for _, r := range s {
-		ok := r == '_' || r == '-' || r == '.' ||
+		ok := r == '-' || r == '_' || r == '.' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
 		if !ok {
 			return false
