@@ -19,14 +19,18 @@ import (
 // once), and through pure-Go SQLite they were the largest part of the call's CPU
 // (bench/REPORT.md). Lambda (DynamoDB, many writers) has no such copy.
 func WithReadCache() Option {
-	return func(s *Store) { s.cache = newReadCache(readCacheEntries) }
+	return func(s *Store) { s.cache = newReadCache(readCacheEntries, readCacheIssueBytes) }
 }
 
-// readCacheEntries bounds each of the two maps (members, issues). An issue entry
-// is a few hundred bytes, so the copy stays under tens of MB however large the
-// database. Past the bound an arbitrary entry makes room: no list to maintain on
-// the read path, and a miss costs only the read the copy saves.
-const readCacheEntries = 1 << 15
+// The copy's bounds. Past them arbitrary entries make room: no list to maintain
+// on the read path, and a miss costs only the read the copy saves.
+const (
+	// readCacheEntries bounds each of the two maps (members, issues).
+	readCacheEntries = 1 << 15
+	// readCacheIssueBytes bounds the issues' text: a description may hold 64 Ki
+	// characters, so a count alone would let 32,768 large issues take gigabytes.
+	readCacheIssueBytes = 64 << 20
+)
 
 // readCache holds members and issues tagged with the generation they were read in.
 // gen moves after every write transaction that may touch them and around every
@@ -41,11 +45,13 @@ const readCacheEntries = 1 << 15
 type readCache struct {
 	gen      atomic.Uint64
 	external atomic.Int32 // external writer sessions open: read the database, fill nothing
-	max      int
+	max      int          // entries per map
+	maxBytes int          // issueBytes bound
 
-	mu      sync.RWMutex
-	members map[cacheKey]cachedMember
-	issues  map[cacheKey]cachedIssue
+	mu         sync.RWMutex
+	members    map[cacheKey]cachedMember
+	issues     map[cacheKey]cachedIssue
+	issueBytes int // sum of the issues' size
 }
 
 type cacheKey struct{ ws, id string }
@@ -56,12 +62,13 @@ type cachedMember struct {
 }
 
 type cachedIssue struct {
-	gen uint64
-	is  store.Issue
+	gen  uint64
+	is   store.Issue
+	size int
 }
 
-func newReadCache(max int) *readCache {
-	return &readCache{max: max, members: map[cacheKey]cachedMember{}, issues: map[cacheKey]cachedIssue{}}
+func newReadCache(max, maxBytes int) *readCache {
+	return &readCache{max: max, maxBytes: maxBytes, members: map[cacheKey]cachedMember{}, issues: map[cacheKey]cachedIssue{}}
 }
 
 // snapshot returns the generation a read is tagged with, and false when an external
@@ -86,7 +93,12 @@ func (c *readCache) member(g uint64, k cacheKey) (store.Member, bool) {
 
 func (c *readCache) putMember(g uint64, k cacheKey, m store.Member) {
 	c.mu.Lock()
-	makeRoom(c.members, k, c.max)
+	if _, ok := c.members[k]; !ok && len(c.members) >= c.max {
+		for victim := range c.members { // random: Go starts map iteration anywhere
+			delete(c.members, victim)
+			break
+		}
+	}
 	c.members[k] = cachedMember{gen: g, m: m}
 	c.mu.Unlock()
 }
@@ -103,26 +115,40 @@ func (c *readCache) issue(g uint64, k cacheKey) (store.Issue, bool) {
 }
 
 func (c *readCache) putIssue(g uint64, k cacheKey, is store.Issue) {
+	size := issueSize(is)
+	if size > c.maxBytes {
+		return
+	}
 	is = is.Clone()
 	c.mu.Lock()
-	makeRoom(c.issues, k, c.max)
-	c.issues[k] = cachedIssue{gen: g, is: is}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if old, ok := c.issues[k]; ok {
+		delete(c.issues, k)
+		c.issueBytes -= old.size
+	}
+	for victim, e := range c.issues { // random: Go starts map iteration anywhere
+		if len(c.issues) < c.max && c.issueBytes+size <= c.maxBytes {
+			break
+		}
+		delete(c.issues, victim)
+		c.issueBytes -= e.size
+	}
+	c.issues[k] = cachedIssue{gen: g, is: is, size: size}
+	c.issueBytes += size
 }
 
-// makeRoom deletes one entry when m is full and k is not already in it. Go's map
-// iteration starts at a random place, so this is random eviction.
-func makeRoom[V any](m map[cacheKey]V, k cacheKey, max int) {
-	if len(m) < max {
-		return
+// issueSize approximates the memory an issue holds: its strings, plus a fixed
+// charge for the struct, the map entry and each label's header.
+func issueSize(is store.Issue) int {
+	n := 256 + len(is.ID) + len(is.Key) + len(is.Title) + len(is.Description) +
+		len(is.Status) + len(is.Priority) + len(is.CreatedBy)
+	for _, l := range is.Labels {
+		n += 16 + len(l)
 	}
-	if _, ok := m[k]; ok {
-		return
+	if is.Assignee != nil {
+		n += 48 + len(is.Assignee.Type) + len(is.Assignee.ID)
 	}
-	for victim := range m {
-		delete(m, victim)
-		return
-	}
+	return n
 }
 
 // BeginExternalWrites announces that another process is about to write the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,7 +198,7 @@ func TestReadCacheLinearizable(t *testing.T) {
 }
 
 func TestReadCacheBounded(t *testing.T) {
-	c := newReadCache(4)
+	c := newReadCache(4, 1<<20)
 	g, _ := c.snapshot()
 	for i := range 10 {
 		c.putMember(g, cacheKey{"ws", strconv.Itoa(i)}, store.Member{UserID: strconv.Itoa(i)})
@@ -213,6 +214,33 @@ func TestReadCacheBounded(t *testing.T) {
 	}
 	if len(c.members) != 4 {
 		t.Fatalf("%d members after a replace, want 4", len(c.members))
+	}
+}
+
+// TestReadCacheIssueBytesBounded: large descriptions are bounded by their size, not
+// only by the count of entries, and the running total stays exact through
+// replacements and evictions.
+func TestReadCacheIssueBytesBounded(t *testing.T) {
+	big := strings.Repeat("x", 10_000)
+	one := issueSize(store.Issue{ID: "0", Description: big})
+	c := newReadCache(1000, 3*one+one/2) // room for three
+	g, _ := c.snapshot()
+	for i := range 10 {
+		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i % 7)}, store.Issue{ID: strconv.Itoa(i % 7), Description: big})
+		sum := 0
+		for _, e := range c.issues {
+			sum += e.size
+		}
+		if sum != c.issueBytes || c.issueBytes > c.maxBytes {
+			t.Fatalf("after put %d: total %d, entries sum %d, bound %d", i, c.issueBytes, sum, c.maxBytes)
+		}
+	}
+	if len(c.issues) != 3 {
+		t.Errorf("%d issues kept, want 3", len(c.issues))
+	}
+	c.putIssue(g, cacheKey{"ws", "huge"}, store.Issue{ID: "huge", Description: strings.Repeat("y", 4*one)})
+	if _, ok := c.issue(g, cacheKey{"ws", "huge"}); ok {
+		t.Error("an issue larger than the whole bound was kept")
 	}
 }
 
