@@ -73,7 +73,7 @@ func (w failingWriter) CreateIdempotency(context.Context, store.IdempotencyRecor
 func (w failingWriter) UpdateIdempotency(context.Context, store.IdempotencyRecord) error {
 	return w.fail("UpdateIdempotency")
 }
-func (w failingWriter) DeleteIdempotency(context.Context, store.IdempotencyKey) error {
+func (w failingWriter) DeleteIdempotency(context.Context, store.IdempotencyKey, time.Time) error {
 	return w.fail("DeleteIdempotency")
 }
 func (w failingWriter) UpdateRateCounter(context.Context, string, string, time.Time, time.Duration) (int64, error) {

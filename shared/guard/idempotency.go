@@ -90,12 +90,21 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 
 	res := g.invoke(ctx, c, tc)
 
-	// The claim must be settled even if the caller has gone away meanwhile.
+	// The claim must be settled even if the caller has gone away meanwhile. Both the
+	// release and the settle apply only while the key still holds this very claim
+	// (its CreatedAt, as stored): a call that outlived PendingLease may have been
+	// taken over by a retry, and overwriting or deleting the retry's record would
+	// store a second result or let a third retry run the effect again.
 	dctx := detach(ctx)
 	defer dctx.cancel()
 	if res.Err != nil {
 		// Release the key so that a retry of a failed call may run again.
-		if err := g.store.DeleteIdempotency(dctx, k); err != nil && !apperr.Is(err, apperr.NotFound) {
+		err := g.store.DeleteIdempotency(dctx, k, claim.CreatedAt)
+		switch {
+		case err == nil || apperr.Is(err, apperr.NotFound):
+		case apperr.Is(err, apperr.Conflict):
+			g.warnTakenOver(c, k, claim)
+		default:
 			g.log.Error("idempotency claim not released; retries with this key will conflict until it expires",
 				"tool", c.tool.Name, "workspace_id", k.WorkspaceID, "err", err)
 		}
@@ -106,13 +115,28 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 	done.State = store.IdemCompleted
 	done.Result = res.JSON
 	done.ResourceID = c.rec.ResourceID
-	if err := g.store.UpdateIdempotency(dctx, done); err != nil {
+	err := g.store.UpdateIdempotency(dctx, done)
+	switch {
+	case err == nil:
+	case apperr.Is(err, apperr.Conflict):
+		g.warnTakenOver(c, k, claim)
+	default:
 		// The call succeeded and its effect is stored; failing it now would invite a
 		// blind retry that duplicates it. Answer the result and make the gap loud.
 		g.log.Error("idempotency result not stored; a retry with this key will conflict until it expires",
 			"tool", c.tool.Name, "workspace_id", k.WorkspaceID, "err", err)
 	}
 	return res
+}
+
+// warnTakenOver reports a call that finished after a retry had taken its key over:
+// its record was left to the retry, and its answer still goes to its own caller. Not
+// a failure of the call, but a sign that PendingLease is shorter than a real call
+// took, so both ran the effect.
+func (g *Guard) warnTakenOver(c *call, k store.IdempotencyKey, claim store.IdempotencyRecord) {
+	g.log.Warn("idempotency claim was taken over by a retry while the call ran; the retry's record is kept",
+		"tool", c.tool.Name, "workspace_id", k.WorkspaceID, "claimed_at", claim.CreatedAt,
+		"ran_for", time.Since(c.started).Round(time.Millisecond), "lease", PendingLease)
 }
 
 func errInProgress() *apperr.Error {

@@ -90,12 +90,27 @@ type Writer interface {
 	// CreateIdempotency claims the key: it stores rec with State "pending" and fails
 	// with conflict if any record for the key exists (the caller then reads it). With
 	// rec.Supersedes set, the one record it names may be replaced too, atomically: see
-	// IdempotencyRecord.Supersedes.
+	// IdempotencyRecord.Supersedes. The claim's CreatedAt, stored exactly, is what
+	// names it to UpdateIdempotency and DeleteIdempotency: a caller that will settle
+	// or release the claim sets it rather than leave it to default to now.
 	CreateIdempotency(ctx context.Context, rec IdempotencyRecord) error
-	// UpdateIdempotency stores the final result of a claimed key (State "completed").
+	// UpdateIdempotency settles the caller's claim with its final result (State
+	// "completed"), in one conditional write: only while the key still holds that
+	// claim, State "pending" and CreatedAt equal to rec.CreatedAt. A call that
+	// outlived its lease may have been taken over meanwhile (see Supersedes); then
+	// the record is the retry's, running or settled, and UpdateIdempotency leaves it
+	// as it is and fails with conflict. A key that holds nothing live of another call
+	// (released, or taken over and since expired) is not_found; a zero rec.CreatedAt
+	// is invalid_arguments. Whether a claim that itself expired (a day, far past any
+	// call) can still be settled is the backend's choice.
 	UpdateIdempotency(ctx context.Context, rec IdempotencyRecord) error
-	// DeleteIdempotency releases a claim whose call failed, so a retry may run again.
-	DeleteIdempotency(ctx context.Context, k IdempotencyKey) error
+	// DeleteIdempotency releases the caller's claim, the pending record created at
+	// createdAt, whose call failed, so a retry may run again. Like UpdateIdempotency it
+	// fails with conflict and leaves the record when the key holds another's (a
+	// retry's claim or completed result: deleting it would let the next retry repeat
+	// the effect). A key that holds no live record is released already: nil. A zero
+	// createdAt is invalid_arguments.
+	DeleteIdempotency(ctx context.Context, k IdempotencyKey, createdAt time.Time) error
 
 	// UpdateRateCounter adds one to the counter named key in the window that starts at
 	// windowStart, and returns the count after the increment. Counters expire after the

@@ -326,32 +326,77 @@ func (s *Store) GetIdempotency(ctx context.Context, k store.IdempotencyKey) (sto
 	return rec, nil
 }
 
-// UpdateIdempotency implements store.Writer: it replaces the claimed record with the
-// final one. A plain put of the same values is idempotent under retries; the condition
-// refuses a record nobody claimed.
+// UpdateIdempotency implements store.Writer: a conditional put replaces the caller's
+// claim with the final record. The condition admits the stored claim only while it is
+// pending with the same created_at (the fixed-width time layout compares exactly), and
+// our own retried request (nonce): a lost response's retry finds the record already
+// completed by itself. Whether a refusal is conflict or not_found takes one read.
 func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
 	if !checkIdemKey(rec.IdempotencyKey) {
 		return notFound("idempotency record")
 	}
-	rec.CreatedAt = s.orNow(rec.CreatedAt)
+	if rec.CreatedAt.IsZero() {
+		return errZeroClaim()
+	}
+	if rec.State == "" {
+		rec.State = store.IdemCompleted
+	}
+	n := nonce()
+	it := encodeIdem(rec)
+	it["nonce"] = avS(n)
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                encodeIdem(rec),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String("(#state = :pending AND created_at = :claimCreated) OR nonce = :n"),
+		ExpressionAttributeNames:  map[string]string{"#state": "state"},
+		ExpressionAttributeValues: item{":pending": avS(store.IdemPending), ":claimCreated": avTime(rec.CreatedAt), ":n": avS(n)},
 	})
 	if conditionFailed(err) {
-		return notFound("idempotency record")
+		return s.notOurClaim(ctx, rec.IdempotencyKey, notFound("idempotency record"))
 	}
 	return fail("UpdateIdempotency", err)
 }
 
-// DeleteIdempotency implements store.Writer (idempotent: deleting nothing succeeds).
-func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey) error {
+// DeleteIdempotency implements store.Writer: a conditional delete of the caller's
+// claim, pending with the same created_at. Deleting nothing succeeds, so a retried
+// request whose first attempt was applied succeeds too.
+func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, createdAt time.Time) error {
 	if !checkIdemKey(k) {
 		return nil
 	}
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: idemKey(k)})
+	if createdAt.IsZero() {
+		return errZeroClaim()
+	}
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       idemKey(k),
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR (#state = :pending AND created_at = :claimCreated)"),
+		ExpressionAttributeNames:  map[string]string{"#state": "state"},
+		ExpressionAttributeValues: item{":pending": avS(store.IdemPending), ":claimCreated": avTime(createdAt)},
+	})
+	if conditionFailed(err) {
+		return s.notOurClaim(ctx, k, nil)
+	}
 	return fail("DeleteIdempotency", err)
+}
+
+// notOurClaim classifies a refused settle or release: the key holds another call's
+// live record (conflict), or only an expired one, which counts as nothing held
+// (ifNone), as it does for GetIdempotency and for a new claim.
+func (s *Store) notOurClaim(ctx context.Context, k store.IdempotencyKey, ifNone error) error {
+	_, err := s.GetIdempotency(ctx, k)
+	switch {
+	case err == nil:
+		return apperr.New(apperr.Conflict, "idempotency key no longer holds this call's claim")
+	case apperr.Is(err, apperr.NotFound):
+		return ifNone
+	default:
+		return err
+	}
+}
+
+func errZeroClaim() error {
+	return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
 }
 
 // UpdateRateCounter implements store.Writer with one ADD. Unlike the other counters it

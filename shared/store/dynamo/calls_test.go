@@ -84,9 +84,15 @@ func TestRoundTrips(t *testing.T) {
 			return err
 		}},
 		{"CreateIdempotency", 1, func() error {
-			return e.store.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: idem, State: store.IdemPending, ExpiresAt: at.Add(time.Hour)})
+			return e.store.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: idem, State: store.IdemPending, CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
 		}},
 		{"GetIdempotency", 1, func() error { _, err := e.store.GetIdempotency(ctx, idem); return err }},
+		// Settling is one conditional put; the read that tells conflict from not_found
+		// happens only when the condition fails.
+		{"UpdateIdempotency", 1, func() error {
+			return e.store.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: idem, State: store.IdemCompleted, Result: []byte(`{}`),
+				CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
+		}},
 		{"CreateToken", 2, func() error {
 			return e.store.CreateToken(ctx, auth.TokenRecord{Hash: hash, TokenID: "tok_calls", WorkspaceID: ws, UserID: "u", ExpiresAt: at.Add(time.Hour)})
 		}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -226,6 +227,43 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 			},
 		},
 		{
+			// The retried settle finds the record its first attempt completed, no longer
+			// the pending claim it names: the nonce must admit it, or the call that
+			// settled would log its own claim as taken over.
+			name: "UpdateIdempotency settle", op: "PutItem", parts: []string{":claimCreated"},
+			act: func(t *testing.T, f fixture) error {
+				claim := store.IdempotencyRecord{IdempotencyKey: lostIdemKey(f), State: store.IdemPending, ArgsDigest: "d", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+				if err := e.store.CreateIdempotency(ctx, claim); err != nil {
+					return err
+				}
+				done := claim
+				done.State, done.Result, done.ResourceID = store.IdemCompleted, []byte(`{"id":"x"}`), "x"
+				return e.store.UpdateIdempotency(ctx, done)
+			},
+			check: func(t *testing.T, f fixture) {
+				got, err := e.store.GetIdempotency(ctx, lostIdemKey(f))
+				if err != nil || got.State != store.IdemCompleted || string(got.Result) != `{"id":"x"}` || !got.CreatedAt.Equal(at) {
+					t.Errorf("GetIdempotency = %+v, %v; want the settled record", got, err)
+				}
+			},
+		},
+		{
+			// The retried release finds nothing left to release, which is success.
+			name: "DeleteIdempotency release", op: "DeleteItem", parts: []string{":claimCreated"},
+			act: func(t *testing.T, f fixture) error {
+				claim := store.IdempotencyRecord{IdempotencyKey: lostIdemKey(f), State: store.IdemPending, ArgsDigest: "d", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+				if err := e.store.CreateIdempotency(ctx, claim); err != nil {
+					return err
+				}
+				return e.store.DeleteIdempotency(ctx, claim.IdempotencyKey, claim.CreatedAt)
+			},
+			check: func(t *testing.T, f fixture) {
+				if got, err := e.store.GetIdempotency(ctx, lostIdemKey(f)); !apperr.Is(err, apperr.NotFound) {
+					t.Errorf("GetIdempotency = %+v, %v; want not_found after the release", got, err)
+				}
+			},
+		},
+		{
 			name: "UpdateUsage calls", op: "UpdateItem", parts: []string{"calls", "evs"},
 			act: func(t *testing.T, f fixture) error {
 				return e.store.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: f.ws, Date: "2026-01-02", Tool: "get_issue", Outcome: "denied", EventID: store.NewULID()})
@@ -279,6 +317,11 @@ func wantNextKey(t *testing.T, s store.Queries, ws, want string) {
 	if err != nil || is.Key != want {
 		t.Errorf("next CreateIssue = %q, %v; want key %s", is.Key, err, want)
 	}
+}
+
+// lostIdemKey is the idempotency key the settle and release cases claim.
+func lostIdemKey(f fixture) store.IdempotencyKey {
+	return store.IdempotencyKey{WorkspaceID: f.ws, UserID: "u", Tool: "create_issue", KeyHash: "lost"}
 }
 
 // fixture is a workspace with one issue, AAC-1.

@@ -136,9 +136,10 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 }
 
 // UpdateIdempotency implements store.Writer. A zero ExpiresAt keeps the stored expiry;
-// an empty State means completed.
+// an empty State means completed. The condition and the check that tells conflict
+// from not_found run in one write transaction, so nothing settles in between.
 func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
-	if err := validIdemKey(rec.IdempotencyKey); err != nil {
+	if err := validClaim(rec.IdempotencyKey, rec.CreatedAt); err != nil {
 		return err
 	}
 	if rec.State == "" {
@@ -149,24 +150,85 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 		expires = nanos(rec.ExpiresAt)
 	}
 	k := rec.IdempotencyKey
+	now := nanos(s.now())
 	return s.writeCounters(ctx, func(x q) error {
-		return x.execOne("idempotency record", `UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
+		res, err := x.exec(`UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
 			expires_at = COALESCE(?, expires_at)
-			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?`,
+			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?
+			AND state = ? AND created_at = ?`,
 			rec.State, rec.ArgsDigest, slices.Clip(rec.Result), rec.ResourceID, expires,
-			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, nanos(s.now()))
+			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, now, store.IdemPending, nanos(rec.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		held, err := liveIdem(x, k, now)
+		if err != nil {
+			return err
+		}
+		if held {
+			return errNotOurClaim()
+		}
+		return notFound("idempotency record")
 	})
 }
 
-// DeleteIdempotency implements store.Writer. Releasing a key that holds nothing is
-// not an error: the claim is gone either way.
-func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey) error {
+// DeleteIdempotency implements store.Writer. Releasing a key that holds nothing live
+// is not an error: the claim is gone either way. An expired record of another call is
+// left for the purge, like any expired record.
+func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, createdAt time.Time) error {
+	if err := validClaim(k, createdAt); err != nil {
+		return err
+	}
+	now := nanos(s.now())
+	return s.writeCounters(ctx, func(x q) error {
+		res, err := x.exec(`DELETE FROM idempotency WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
+			AND state = ? AND created_at = ?`,
+			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, store.IdemPending, nanos(createdAt))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		held, err := liveIdem(x, k, now)
+		if err != nil {
+			return err
+		}
+		if held {
+			return errNotOurClaim()
+		}
+		return nil
+	})
+}
+
+// validClaim checks what names one claim to settle or release. A zero created_at
+// names none: CreateIdempotency stores a zero CreatedAt as the time of the claim, so
+// only the caller's own bug would send one.
+func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
 	if err := validIdemKey(k); err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
-		_, err := x.exec(`DELETE FROM idempotency WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?`,
-			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash)
-		return err
-	})
+	if createdAt.IsZero() {
+		return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
+	}
+	return nil
+}
+
+// liveIdem reports whether the key holds a record that has not expired.
+func liveIdem(x q, k store.IdempotencyKey, now int64) (bool, error) {
+	var one int
+	err := x.queryRow(`SELECT 1 FROM idempotency
+		WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?`,
+		k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func errNotOurClaim() error {
+	return apperr.New(apperr.Conflict, "idempotency key no longer holds this call's claim")
 }

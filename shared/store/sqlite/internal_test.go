@@ -202,7 +202,7 @@ func TestIdempotencyDefaultExpiry(t *testing.T) {
 	if err != nil || rec.State != store.IdemPending || !rec.ExpiresAt.Equal(clk.now().Add(IdempotencyTTL)) {
 		t.Fatalf("defaults: %+v %v", rec, err)
 	}
-	if err := s.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, ArgsDigest: "d", Result: []byte("{}")}); err != nil {
+	if err := s.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, ArgsDigest: "d", Result: []byte("{}"), CreatedAt: rec.CreatedAt}); err != nil {
 		t.Fatal(err)
 	}
 	if rec, _ := s.GetIdempotency(ctx, k); rec.State != store.IdemCompleted || !rec.ExpiresAt.Equal(clk.now().Add(IdempotencyTTL)) {
@@ -212,7 +212,7 @@ func TestIdempotencyDefaultExpiry(t *testing.T) {
 	if _, err := s.GetIdempotency(ctx, k); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("after expiry: %v, want not_found", err)
 	}
-	if err := s.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, Result: []byte("{}")}); apperr.CodeOf(err) != apperr.NotFound {
+	if err := s.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, Result: []byte("{}"), CreatedAt: rec.CreatedAt}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("update after expiry: %v, want not_found", err)
 	}
 	if err := s.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: k, ArgsDigest: "d2"}); err != nil {

@@ -40,6 +40,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	wantCode(t, "claim of a completed key", q.CreateIdempotency(ctx, claim), apperr.Conflict)
 
 	// The key is per workspace, user and tool.
+	var neighbours []store.IdempotencyRecord
 	for _, other := range []store.IdempotencyKey{
 		{WorkspaceID: w.ID, UserID: "bob", Tool: k.Tool, KeyHash: k.KeyHash},
 		{WorkspaceID: w.ID, UserID: k.UserID, Tool: "comment_issue", KeyHash: k.KeyHash},
@@ -50,14 +51,38 @@ func testIdempotency(t *testing.T, b Backend) {
 		r := claim
 		r.IdempotencyKey = other
 		must(t, "CreateIdempotency of a neighbouring key", q.CreateIdempotency(ctx, r))
+		neighbours = append(neighbours, r)
 	}
 
-	must(t, "DeleteIdempotency", q.DeleteIdempotency(ctx, k))
-	_, err = q.GetIdempotency(ctx, k)
+	// A completed result is never released: only a pending claim is.
+	wantCode(t, "DeleteIdempotency of a completed key", q.DeleteIdempotency(ctx, k, claim.CreatedAt), apperr.Conflict)
+	if got, err := q.GetIdempotency(ctx, k); err != nil || got.State != store.IdemCompleted || !bytes.Equal(got.Result, result) {
+		t.Errorf("completed record after a refused release = %+v, %v", got, err)
+	}
+
+	pend := neighbours[0]
+	must(t, "DeleteIdempotency", q.DeleteIdempotency(ctx, pend.IdempotencyKey, pend.CreatedAt))
+	_, err = q.GetIdempotency(ctx, pend.IdempotencyKey)
 	wantCode(t, "GetIdempotency after release", err, apperr.NotFound)
-	must(t, "DeleteIdempotency of a released key", q.DeleteIdempotency(ctx, k))
-	wantCode(t, "UpdateIdempotency of a released key", q.UpdateIdempotency(ctx, done), apperr.NotFound)
-	must(t, "claim after release", q.CreateIdempotency(ctx, claim))
+	for _, r := range neighbours[1:] {
+		if _, err := q.GetIdempotency(ctx, r.IdempotencyKey); err != nil {
+			t.Errorf("neighbouring claim %+v after another key's release: %v", r.IdempotencyKey, err)
+		}
+	}
+	must(t, "DeleteIdempotency of a released key", q.DeleteIdempotency(ctx, pend.IdempotencyKey, pend.CreatedAt))
+	pendDone := pend
+	pendDone.State, pendDone.Result = store.IdemCompleted, result
+	wantCode(t, "UpdateIdempotency of a released key", q.UpdateIdempotency(ctx, pendDone), apperr.NotFound)
+	must(t, "claim after release", q.CreateIdempotency(ctx, pend))
+
+	// A claim is named by its created_at; zero names none.
+	zero := pendDone
+	zero.CreatedAt = time.Time{}
+	wantCode(t, "UpdateIdempotency with a zero created_at", q.UpdateIdempotency(ctx, zero), apperr.InvalidArguments)
+	wantCode(t, "DeleteIdempotency with a zero created_at", q.DeleteIdempotency(ctx, pend.IdempotencyKey, time.Time{}), apperr.InvalidArguments)
+	if got, err := q.GetIdempotency(ctx, pend.IdempotencyKey); err != nil || got.State != store.IdemPending {
+		t.Errorf("claim after refused zero-created_at calls = %+v, %v; want it pending", got, err)
+	}
 
 	// An expired record is gone for readers and does not block a new claim.
 	old := store.IdempotencyKey{WorkspaceID: w.ID, UserID: "alice", Tool: "create_issue", KeyHash: sha("old")}

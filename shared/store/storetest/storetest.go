@@ -27,6 +27,9 @@
 //   - DeleteIdempotency of an absent key succeeds; an expired record is not_found
 //     and does not block a new claim; a claim with Supersedes naming a record that
 //     is gone claims the free key;
+//   - UpdateIdempotency and DeleteIdempotency treat a key holding only another
+//     call's expired record as holding nothing (not_found, nil), and release their
+//     own claim even once it expired;
 //   - rate counters are per (workspace, key, window start): an earlier window keeps
 //     its own count.
 package storetest
@@ -68,6 +71,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Idempotency", testIdempotency},
 		{"IdempotencyTakeover", testIdempotencyTakeover},
 		{"IdempotencyTakeoverRace", testIdempotencyTakeoverRace},
+		{"IdempotencySettle", testIdempotencySettle},
 		{"Usage", testUsage},
 		{"RateCounters", testRateCounters},
 		{"Tokens", testTokens},

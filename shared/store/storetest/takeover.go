@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -178,5 +179,188 @@ func testIdempotencyTakeoverRace(t *testing.T, b Backend) {
 		if got.ArgsDigest != winners[0] {
 			t.Errorf("round %d: key holds %.8s, want the winner's claim %.8s", round, got.ArgsDigest, winners[0])
 		}
+	}
+}
+
+// testIdempotencySettle: a call settles or releases its claim only while the key still
+// holds that claim (pending, same created_at). A call that outlived its lease finds
+// its key taken over by a retry, running or settled: it gets conflict and the retry's
+// record stays exactly as it was, or a third retry would replay the wrong result or
+// run the effect again.
+func testIdempotencySettle(t *testing.T, b Backend) {
+	ctx, q := t.Context(), b.Queries
+	w := newWorkspace(t, q, "AAC")
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	result := []byte(`{"id":"0190c3d2-0000-7000-8000-00000000000a"}`)
+
+	// takeOver is a retry that claims the key from the record it read, with a claim
+	// that expires at expires.
+	takeOver := func(t *testing.T, read store.IdempotencyRecord, expires time.Time) store.IdempotencyRecord {
+		t.Helper()
+		r := store.IdempotencyRecord{IdempotencyKey: read.IdempotencyKey, State: store.IdemPending, ArgsDigest: sha("retry"),
+			CreatedAt: now, ExpiresAt: expires, Supersedes: &read}
+		must(t, "CreateIdempotency (takeover)", q.CreateIdempotency(ctx, r))
+		r.Supersedes = nil
+		return r
+	}
+	settle := func(t *testing.T, r store.IdempotencyRecord) store.IdempotencyRecord {
+		t.Helper()
+		r.State, r.Result, r.ResourceID = store.IdemCompleted, []byte(`{"id":"winner"}`), "winner"
+		must(t, "UpdateIdempotency (the retry settles)", q.UpdateIdempotency(ctx, r))
+		return r
+	}
+	live := now.Add(24 * time.Hour)
+
+	tests := []struct {
+		name string
+		// expired: the slow call's claim was made 48 h ago and expired 24 h ago;
+		// otherwise it was made 10 minutes ago, past the lease.
+		expired bool
+		// meanwhile is what other calls do to the key while the slow call runs, given
+		// the claim as they read it; it returns the record they leave (nil: none
+		// live). Without it the key keeps the slow call's claim.
+		meanwhile func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord
+		release   bool // the slow call failed and releases its claim; else it settles it
+		wantCode  apperr.Code
+	}{
+		{name: "settle own claim"},
+		{name: "release own claim", release: true},
+		{
+			name: "settle after a takeover, retry running",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				return ptr(takeOver(t, read, live))
+			},
+			wantCode: apperr.Conflict,
+		},
+		{
+			name: "settle after a takeover, retry settled",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				return ptr(settle(t, takeOver(t, read, live)))
+			},
+			wantCode: apperr.Conflict,
+		},
+		{
+			name: "release after a takeover, retry running",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				return ptr(takeOver(t, read, live))
+			},
+			release:  true,
+			wantCode: apperr.Conflict,
+		},
+		{
+			name: "release after a takeover, retry settled",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				return ptr(settle(t, takeOver(t, read, live)))
+			},
+			release:  true,
+			wantCode: apperr.Conflict,
+		},
+		{
+			name: "settle after a takeover the retry released",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				r := takeOver(t, read, live)
+				must(t, "DeleteIdempotency (the retry releases)", q.DeleteIdempotency(ctx, r.IdempotencyKey, r.CreatedAt))
+				return nil
+			},
+			wantCode: apperr.NotFound,
+		},
+		{
+			name: "release after a takeover the retry released",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				r := takeOver(t, read, live)
+				must(t, "DeleteIdempotency (the retry releases)", q.DeleteIdempotency(ctx, r.IdempotencyKey, r.CreatedAt))
+				return nil
+			},
+			release: true,
+		},
+		{
+			// Another call's record that has expired holds nothing: settling finds no
+			// record, releasing has nothing to release.
+			name: "settle after a takeover whose record expired",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				takeOver(t, read, now.Add(-time.Minute))
+				return nil
+			},
+			wantCode: apperr.NotFound,
+		},
+		{
+			name: "release after a takeover whose record expired",
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				takeOver(t, read, now.Add(-time.Minute))
+				return nil
+			},
+			release: true,
+		},
+		{
+			// An expired claim does not block a new one (no Supersedes needed).
+			name:    "settle after the claim expired and the key was claimed anew",
+			expired: true,
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				r := store.IdempotencyRecord{IdempotencyKey: read.IdempotencyKey, State: store.IdemPending, ArgsDigest: sha("new"), CreatedAt: now, ExpiresAt: live}
+				must(t, "CreateIdempotency (new claim)", q.CreateIdempotency(ctx, r))
+				return &r
+			},
+			wantCode: apperr.Conflict,
+		},
+		{
+			name:    "release after the claim expired and the key was claimed anew",
+			expired: true,
+			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+				r := store.IdempotencyRecord{IdempotencyKey: read.IdempotencyKey, State: store.IdemPending, ArgsDigest: sha("new"), CreatedAt: now, ExpiresAt: live}
+				must(t, "CreateIdempotency (new claim)", q.CreateIdempotency(ctx, r))
+				return &r
+			},
+			release:  true,
+			wantCode: apperr.Conflict,
+		},
+		{name: "release own expired claim", expired: true, release: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := store.IdempotencyKey{WorkspaceID: w.ID, UserID: "alice", Tool: "create_issue", KeyHash: sha(uid("slow"))}
+			slow := store.IdempotencyRecord{IdempotencyKey: k, State: store.IdemPending, ArgsDigest: sha("slow"),
+				CreatedAt: now.Add(-10 * time.Minute), ExpiresAt: live}
+			if tc.expired {
+				slow.CreatedAt, slow.ExpiresAt = now.Add(-48*time.Hour), now.Add(-24*time.Hour)
+			}
+			must(t, "CreateIdempotency (the slow call's claim)", q.CreateIdempotency(ctx, slow))
+			read := slow
+			if got, err := q.GetIdempotency(ctx, k); err == nil {
+				read = got // a retry names the record exactly as the store returned it
+			}
+
+			want := ptr(slow)
+			if tc.meanwhile != nil {
+				want = tc.meanwhile(t, read)
+			}
+
+			var err error
+			if tc.release {
+				err = q.DeleteIdempotency(ctx, k, slow.CreatedAt)
+			} else {
+				done := slow
+				done.State, done.Result, done.ResourceID = store.IdemCompleted, result, "slow"
+				err = q.UpdateIdempotency(ctx, done)
+			}
+			wantCode(t, "the slow call's settle or release", err, tc.wantCode)
+
+			if tc.meanwhile == nil && tc.wantCode == "" {
+				if tc.release {
+					want = nil
+				} else {
+					want.State, want.Result, want.ResourceID = store.IdemCompleted, result, "slow"
+				}
+			}
+			got, err := q.GetIdempotency(ctx, k)
+			if want == nil {
+				wantCode(t, "GetIdempotency afterwards", err, apperr.NotFound)
+				return
+			}
+			must(t, "GetIdempotency afterwards", err)
+			if got.State != want.State || got.ArgsDigest != want.ArgsDigest || !got.CreatedAt.Equal(want.CreatedAt) ||
+				!bytes.Equal(got.Result, want.Result) || got.ResourceID != want.ResourceID {
+				t.Errorf("key holds %+v (result %s), want %+v (result %s)", got, got.Result, *want, want.Result)
+			}
+		})
 	}
 }

@@ -1,0 +1,175 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// slowFirstStore holds the first CreateIssue (the slow call's handler) until the test
+// lets it go, and counts every CreateIssue: each one is the handler running the effect.
+type slowFirstStore struct {
+	store.Queries
+	entered chan struct{} // closed when the first CreateIssue has started
+	finish  chan struct{} // closed by the test to let the first CreateIssue go on
+	fail    bool          // the first CreateIssue fails once let go
+	created atomic.Int32
+}
+
+var errSlowFailed = errors.New("the slow call's write failed")
+
+func (s *slowFirstStore) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (store.Issue, error) {
+	if s.created.Add(1) > 1 {
+		return s.Queries.CreateIssue(ctx, ws, in)
+	}
+	close(s.entered)
+	select {
+	case <-s.finish:
+	case <-ctx.Done():
+		return store.Issue{}, ctx.Err()
+	}
+	if s.fail {
+		return store.Issue{}, errSlowFailed
+	}
+	return s.Queries.CreateIssue(ctx, ws, in)
+}
+
+// setClock is a clock the test moves between calls.
+type setClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *setClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *setClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// logRecorder keeps every log record's level and message.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler            { return h }
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+// at returns the messages logged at level.
+func (h *logRecorder) at(level slog.Level) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recs {
+		if r.Level == level {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+// TestSlowCallTakenOver: a call that outlives PendingLease is taken over by the
+// client's retry, which runs and settles. When the slow call then finishes, with a
+// result or an error, it must leave the retry's record alone: a third retry replays
+// the retry's result, and the handler ran twice, not three times. The slow call's own
+// caller still gets its own answer, and the lost race is logged once as a warning.
+func TestSlowCallTakenOver(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		slowFail bool // the slow call fails, and so would release its claim
+	}{
+		{"slow call succeeds", false},
+		{"slow call fails", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := gt.NewWorld(t)
+			st := &slowFirstStore{Queries: w.Store, entered: make(chan struct{}), finish: make(chan struct{}), fail: tc.slowFail}
+			logs := &logRecorder{}
+			start := time.Now().UTC().Truncate(time.Millisecond)
+			clk := &setClock{t: start}
+			g := New(Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Now: clk.now, Logger: slog.New(logs)})
+			p := gt.Principal(gt.WS, gt.Admin, "issues:write")
+			req := Request{Principal: p, Tool: "create_issue", Args: json.RawMessage(`{"title":"Slow","idempotency_key":"k1"}`), Transport: audit.TransportREST}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a stuck call fails instead of hanging
+			defer cancel()
+
+			slowDone := make(chan Result, 1)
+			go func() { slowDone <- g.Call(ctx, req) }()
+			select {
+			case <-st.entered:
+			case <-ctx.Done():
+				t.Fatal("the slow call never reached its handler")
+			}
+
+			// The client gives up waiting and retries once the lease has run out.
+			clk.set(start.Add(PendingLease + time.Minute))
+			retry := g.Call(ctx, req)
+			if retry.Err != nil || retry.Replay {
+				t.Fatalf("retry past the lease: err %v replay %v, want it to run", retry.Err, retry.Replay)
+			}
+
+			close(st.finish)
+			var slow Result
+			select {
+			case slow = <-slowDone:
+			case <-ctx.Done():
+				t.Fatal("the slow call never returned")
+			}
+			// Its caller gets its own answer, unchanged by the lost claim.
+			if tc.slowFail {
+				if slow.Err == nil {
+					t.Errorf("slow call answered %s, want its own error", slow.JSON)
+				}
+			} else if slow.Err != nil || slow.Replay || string(slow.JSON) == string(retry.JSON) {
+				t.Errorf("slow call: err %v replay %v result %s, want its own result (the retry's is %s)", slow.Err, slow.Replay, slow.JSON, retry.JSON)
+			}
+
+			third := g.Call(ctx, req)
+			if third.Err != nil || !third.Replay || string(third.JSON) != string(retry.JSON) {
+				t.Errorf("third call: err %v replay %v result %s, want the retry's result %s replayed", third.Err, third.Replay, third.JSON, retry.JSON)
+			}
+			if n := st.created.Load(); n != 2 {
+				t.Errorf("the handler ran %d times, want 2 (the slow call and its retry)", n)
+			}
+			rec, err := w.Store.GetIdempotency(context.Background(), store.IdempotencyKey{
+				WorkspaceID: gt.WS, UserID: gt.Admin, Tool: "create_issue", KeyHash: sha256Hex([]byte("k1"))})
+			if err != nil || rec.State != store.IdemCompleted || !rec.CreatedAt.Equal(start.Add(PendingLease+time.Minute)) {
+				t.Errorf("stored record = %+v, %v; want the retry's completed record", rec, err)
+			}
+
+			warns := logs.at(slog.LevelWarn)
+			if len(warns) != 1 || !strings.Contains(warns[0], "taken over") {
+				t.Errorf("warnings = %q, want one about the claim taken over", warns)
+			}
+			// The failing slow call logs its own failure; nothing about the claim.
+			for _, msg := range logs.at(slog.LevelError) {
+				if strings.Contains(msg, "idempotency") {
+					t.Errorf("error logged %q: losing the claim is not a failure", msg)
+				}
+			}
+		})
+	}
+}
