@@ -68,3 +68,21 @@ func TestPlainListenLine(t *testing.T) {
 		}
 	}
 }
+
+func TestParseInitTrace(t *testing.T) {
+	out := []byte("init internal/bytealg @0 ms, 0.012 ms clock, 0 bytes, 0 allocs\n" +
+		"some log line\n" +
+		"init github.com/santhosh-tekuri/jsonschema/v6 @4.3 ms, 5.4 ms clock, 1702736 bytes, 21301 allocs\n" +
+		"init net/http @9.8 ms, 0.23 ms clock, 4872 bytes, 50 allocs\n")
+	got := parseInitTrace(out)
+	want := []pkgInit{{"internal/bytealg", 0.012}, {"github.com/santhosh-tekuri/jsonschema/v6", 5.4}, {"net/http", 0.23}}
+	if !slices.Equal(got.pkgs, want) {
+		t.Errorf("pkgs = %v, want %v", got.pkgs, want)
+	}
+	if d := got.total - 5.642; d > 1e-9 || d < -1e-9 {
+		t.Errorf("total = %v, want 5.642", got.total)
+	}
+	if len(parseInitTrace([]byte("no trace here\n")).pkgs) != 0 {
+		t.Error("found packages in output without a trace")
+	}
+}
