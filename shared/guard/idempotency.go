@@ -116,6 +116,18 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 	done.Result = res.JSON
 	done.ResourceID = c.rec.ResourceID
 	err := g.store.UpdateIdempotency(dctx, done)
+	if apperr.Is(err, apperr.NotFound) {
+		// Our claim is gone and nothing holds the key: a retry took it over, failed
+		// and released it (or the claim outlived its record). This call's effect is
+		// stored, so its result must be, or the next retry would run the effect
+		// again. Creating succeeds only on a free key: a call that claimed it since
+		// keeps it (conflict).
+		err = g.store.CreateIdempotency(dctx, done)
+		if err == nil {
+			g.warnTakenOver(c, k, claim)
+			return res
+		}
+	}
 	switch {
 	case err == nil:
 	case apperr.Is(err, apperr.Conflict):

@@ -20,16 +20,20 @@ import (
 // lets it go, and counts every CreateIssue: each one is the handler running the effect.
 type slowFirstStore struct {
 	store.Queries
-	entered chan struct{} // closed when the first CreateIssue has started
-	finish  chan struct{} // closed by the test to let the first CreateIssue go on
-	fail    bool          // the first CreateIssue fails once let go
-	created atomic.Int32
+	entered  chan struct{} // closed when the first CreateIssue has started
+	finish   chan struct{} // closed by the test to let the first CreateIssue go on
+	fail     bool          // the first CreateIssue fails once let go
+	failNext bool          // the second CreateIssue (the retry's) fails
+	created  atomic.Int32
 }
 
 var errSlowFailed = errors.New("the slow call's write failed")
 
 func (s *slowFirstStore) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (store.Issue, error) {
-	if s.created.Add(1) > 1 {
+	if n := s.created.Add(1); n > 1 {
+		if n == 2 && s.failNext {
+			return store.Issue{}, errSlowFailed
+		}
 		return s.Queries.CreateIssue(ctx, ws, in)
 	}
 	close(s.entered)
@@ -171,5 +175,59 @@ func TestSlowCallTakenOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSlowCallOutlivesFailedRetry: the retry that took the slow call's key over
+// fails and releases it; the slow call then succeeds. Its effect is stored, so its
+// result must be too: a third retry replays it instead of running the effect again.
+func TestSlowCallOutlivesFailedRetry(t *testing.T) {
+	w := gt.NewWorld(t)
+	st := &slowFirstStore{Queries: w.Store, entered: make(chan struct{}), finish: make(chan struct{}), failNext: true}
+	logs := &logRecorder{}
+	start := time.Now().UTC().Truncate(time.Millisecond)
+	clk := &setClock{t: start}
+	g := New(Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Now: clk.now, Logger: slog.New(logs)})
+	p := gt.Principal(gt.WS, gt.Admin, "issues:write")
+	req := Request{Principal: p, Tool: "create_issue", Args: json.RawMessage(`{"title":"Slow","idempotency_key":"k1"}`), Transport: audit.TransportREST}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	slowDone := make(chan Result, 1)
+	go func() { slowDone <- g.Call(ctx, req) }()
+	select {
+	case <-st.entered:
+	case <-ctx.Done():
+		t.Fatal("the slow call never reached its handler")
+	}
+	clk.set(start.Add(PendingLease + time.Minute))
+	if retry := g.Call(ctx, req); retry.Err == nil {
+		t.Fatalf("retry: answered %s, want its handler's failure", retry.JSON)
+	}
+	close(st.finish)
+	var slow Result
+	select {
+	case slow = <-slowDone:
+	case <-ctx.Done():
+		t.Fatal("the slow call never returned")
+	}
+	if slow.Err != nil || slow.Replay {
+		t.Fatalf("slow call: err %v replay %v, want its own result", slow.Err, slow.Replay)
+	}
+
+	third := g.Call(ctx, req)
+	if third.Err != nil || !third.Replay || string(third.JSON) != string(slow.JSON) {
+		t.Errorf("third call: err %v replay %v result %s, want the slow call's result %s replayed", third.Err, third.Replay, third.JSON, slow.JSON)
+	}
+	if n := st.created.Load(); n != 2 {
+		t.Errorf("the handler ran %d times, want 2 (the slow call and its failed retry)", n)
+	}
+	if warns := logs.at(slog.LevelWarn); len(warns) != 1 || !strings.Contains(warns[0], "taken over") {
+		t.Errorf("warnings = %q, want one about the claim taken over", warns)
+	}
+	for _, msg := range logs.at(slog.LevelError) {
+		if strings.Contains(msg, "idempotency") {
+			t.Errorf("error logged %q: the result was stored", msg)
+		}
 	}
 }

@@ -33,6 +33,7 @@ func TestRoundTrips(t *testing.T) {
 	newIssue := store.NewIssue{Title: "a", Status: "open", Priority: "low", CreatedBy: "u"}
 	hash := strings.Repeat("ab", 32)
 	idem := store.IdempotencyKey{WorkspaceID: ws, UserID: "u", Tool: "create_issue", KeyHash: strings.Repeat("cd", 32)}
+	released := store.IdempotencyKey{WorkspaceID: ws, UserID: "u", Tool: "create_issue", KeyHash: strings.Repeat("ef", 32)}
 
 	tests := []struct {
 		method string
@@ -93,6 +94,13 @@ func TestRoundTrips(t *testing.T) {
 			return e.store.UpdateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: idem, State: store.IdemCompleted, Result: []byte(`{}`),
 				CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
 		}},
+		// Releasing is one conditional delete, whether the claim is there or already
+		// gone (a retried release): a missing item passes the condition.
+		{"CreateIdempotency (to release)", 1, func() error {
+			return e.store.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: released, State: store.IdemPending, CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
+		}},
+		{"DeleteIdempotency", 1, func() error { return e.store.DeleteIdempotency(ctx, released, at) }},
+		{"DeleteIdempotency repeat", 1, func() error { return e.store.DeleteIdempotency(ctx, released, at) }},
 		{"CreateToken", 2, func() error {
 			return e.store.CreateToken(ctx, auth.TokenRecord{Hash: hash, TokenID: "tok_calls", WorkspaceID: ws, UserID: "u", ExpiresAt: at.Add(time.Hour)})
 		}},
