@@ -95,6 +95,59 @@ func (h *logRecorder) at(level slog.Level) []string {
 	return out
 }
 
+// takeoverRun is one idempotent create_issue that is held in its handler until the
+// client's retry, sent once the lease has run out, has taken its key over and run.
+type takeoverRun struct {
+	w     *gt.World
+	st    *slowFirstStore
+	g     *Guard
+	logs  *logRecorder
+	start time.Time
+	req   Request
+	ctx   context.Context
+	clock *setClock
+}
+
+// newTakeoverRun wires st (its failure switches set by the caller) over a fresh world.
+func newTakeoverRun(t *testing.T, st *slowFirstStore) *takeoverRun {
+	t.Helper()
+	w := gt.NewWorld(t)
+	st.Queries, st.entered, st.finish = w.Store, make(chan struct{}), make(chan struct{})
+	r := &takeoverRun{w: w, st: st, logs: &logRecorder{}, start: time.Now().UTC().Truncate(time.Millisecond)}
+	clk := &setClock{t: r.start}
+	r.g = New(Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Now: clk.now, Logger: slog.New(r.logs)})
+	r.req = Request{Principal: gt.Principal(gt.WS, gt.Admin, "issues:write"), Tool: "create_issue",
+		Args: json.RawMessage(`{"title":"Slow","idempotency_key":"k1"}`), Transport: audit.TransportREST}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a stuck call fails instead of hanging
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	r.clock = clk
+	return r
+}
+
+// race runs the slow call and its retry past the lease, then lets the slow call
+// finish, and returns both answers.
+func (r *takeoverRun) race(t *testing.T) (slow, retry Result) {
+	t.Helper()
+	slowDone := make(chan Result, 1)
+	go func() { slowDone <- r.g.Call(r.ctx, r.req) }()
+	select {
+	case <-r.st.entered:
+	case <-r.ctx.Done():
+		t.Fatal("the slow call never reached its handler")
+	}
+	// The client gives up waiting and retries once the lease has run out.
+	r.clock.set(r.start.Add(PendingLease + time.Minute))
+	retry = r.g.Call(r.ctx, r.req)
+	close(r.st.finish)
+	select {
+	case slow = <-slowDone:
+	case <-r.ctx.Done():
+		t.Fatal("the slow call never returned")
+	}
+	return slow, retry
+}
+
 // TestSlowCallTakenOver: a call that outlives PendingLease is taken over by the
 // client's retry, which runs and settles. When the slow call then finishes, with a
 // result or an error, it must leave the retry's record alone: a third retry replays
@@ -109,39 +162,12 @@ func TestSlowCallTakenOver(t *testing.T) {
 		{"slow call fails", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := gt.NewWorld(t)
-			st := &slowFirstStore{Queries: w.Store, entered: make(chan struct{}), finish: make(chan struct{}), fail: tc.slowFail}
-			logs := &logRecorder{}
-			start := time.Now().UTC().Truncate(time.Millisecond)
-			clk := &setClock{t: start}
-			g := New(Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Now: clk.now, Logger: slog.New(logs)})
-			p := gt.Principal(gt.WS, gt.Admin, "issues:write")
-			req := Request{Principal: p, Tool: "create_issue", Args: json.RawMessage(`{"title":"Slow","idempotency_key":"k1"}`), Transport: audit.TransportREST}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a stuck call fails instead of hanging
-			defer cancel()
-
-			slowDone := make(chan Result, 1)
-			go func() { slowDone <- g.Call(ctx, req) }()
-			select {
-			case <-st.entered:
-			case <-ctx.Done():
-				t.Fatal("the slow call never reached its handler")
-			}
-
-			// The client gives up waiting and retries once the lease has run out.
-			clk.set(start.Add(PendingLease + time.Minute))
-			retry := g.Call(ctx, req)
+			r := newTakeoverRun(t, &slowFirstStore{fail: tc.slowFail})
+			slow, retry := r.race(t)
 			if retry.Err != nil || retry.Replay {
 				t.Fatalf("retry past the lease: err %v replay %v, want it to run", retry.Err, retry.Replay)
 			}
-
-			close(st.finish)
-			var slow Result
-			select {
-			case slow = <-slowDone:
-			case <-ctx.Done():
-				t.Fatal("the slow call never returned")
-			}
+			w, st, g, ctx, req, logs, start := r.w, r.st, r.g, r.ctx, r.req, r.logs, r.start
 			// Its caller gets its own answer, unchanged by the lost claim.
 			if tc.slowFail {
 				if slow.Err == nil {
@@ -182,35 +208,12 @@ func TestSlowCallTakenOver(t *testing.T) {
 // fails and releases it; the slow call then succeeds. Its effect is stored, so its
 // result must be too: a third retry replays it instead of running the effect again.
 func TestSlowCallOutlivesFailedRetry(t *testing.T) {
-	w := gt.NewWorld(t)
-	st := &slowFirstStore{Queries: w.Store, entered: make(chan struct{}), finish: make(chan struct{}), failNext: true}
-	logs := &logRecorder{}
-	start := time.Now().UTC().Truncate(time.Millisecond)
-	clk := &setClock{t: start}
-	g := New(Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Now: clk.now, Logger: slog.New(logs)})
-	p := gt.Principal(gt.WS, gt.Admin, "issues:write")
-	req := Request{Principal: p, Tool: "create_issue", Args: json.RawMessage(`{"title":"Slow","idempotency_key":"k1"}`), Transport: audit.TransportREST}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
-	slowDone := make(chan Result, 1)
-	go func() { slowDone <- g.Call(ctx, req) }()
-	select {
-	case <-st.entered:
-	case <-ctx.Done():
-		t.Fatal("the slow call never reached its handler")
-	}
-	clk.set(start.Add(PendingLease + time.Minute))
-	if retry := g.Call(ctx, req); retry.Err == nil {
+	r := newTakeoverRun(t, &slowFirstStore{failNext: true})
+	slow, retry := r.race(t)
+	if retry.Err == nil {
 		t.Fatalf("retry: answered %s, want its handler's failure", retry.JSON)
 	}
-	close(st.finish)
-	var slow Result
-	select {
-	case slow = <-slowDone:
-	case <-ctx.Done():
-		t.Fatal("the slow call never returned")
-	}
+	st, g, ctx, req, logs := r.st, r.g, r.ctx, r.req, r.logs
 	if slow.Err != nil || slow.Replay {
 		t.Fatalf("slow call: err %v replay %v, want its own result", slow.Err, slow.Replay)
 	}

@@ -158,20 +158,7 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 			AND state = ? AND created_at = ?`,
 			rec.State, rec.ArgsDigest, slices.Clip(rec.Result), rec.ResourceID, expires,
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, now, store.IdemPending, nanos(rec.CreatedAt))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		held, err := liveIdem(x, k, now)
-		if err != nil {
-			return err
-		}
-		if held {
-			return errNotOurClaim()
-		}
-		return notFound("idempotency record")
+		return claimWritten(x, res, err, k, now, notFound("idempotency record"))
 	})
 }
 
@@ -187,20 +174,7 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, c
 		res, err := x.exec(`DELETE FROM idempotency WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
 			AND state = ? AND created_at = ?`,
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, store.IdemPending, nanos(createdAt))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		held, err := liveIdem(x, k, now)
-		if err != nil {
-			return err
-		}
-		if held {
-			return errNotOurClaim()
-		}
-		return nil
+		return claimWritten(x, res, err, k, now, nil)
 	})
 }
 
@@ -215,6 +189,26 @@ func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
 		return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
 	}
 	return nil
+}
+
+// claimWritten is the outcome of a write conditioned on the key holding the caller's
+// claim: done if it changed the row; otherwise conflict when another live record
+// holds the key, else absent (what "nothing there" means to the caller).
+func claimWritten(x q, res sql.Result, err error, k store.IdempotencyKey, now int64, absent error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	held, err := liveIdem(x, k, now)
+	if err != nil {
+		return err
+	}
+	if held {
+		return errNotOurClaim()
+	}
+	return absent
 }
 
 // liveIdem reports whether the key holds a record that has not expired.
