@@ -210,6 +210,14 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 		return r
 	}
 	live := now.Add(24 * time.Hour)
+	// retryReleased is a meanwhile: the retry takes the key over, fails and
+	// releases it, leaving nothing.
+	retryReleased := func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
+		t.Helper()
+		r := takeOver(t, read, live)
+		must(t, "DeleteIdempotency (the retry releases)", q.DeleteIdempotency(ctx, r.IdempotencyKey, r.CreatedAt))
+		return nil
+	}
 
 	tests := []struct {
 		name string
@@ -257,20 +265,12 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 		},
 		{
 			name: "settle after a takeover the retry released",
-			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
-				r := takeOver(t, read, live)
-				must(t, "DeleteIdempotency (the retry releases)", q.DeleteIdempotency(ctx, r.IdempotencyKey, r.CreatedAt))
-				return nil
-			},
+			meanwhile: retryReleased,
 			wantCode: apperr.NotFound,
 		},
 		{
 			name: "release after a takeover the retry released",
-			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
-				r := takeOver(t, read, live)
-				must(t, "DeleteIdempotency (the retry releases)", q.DeleteIdempotency(ctx, r.IdempotencyKey, r.CreatedAt))
-				return nil
-			},
+			meanwhile: retryReleased,
 			release: true,
 		},
 		{
