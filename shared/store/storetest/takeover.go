@@ -264,14 +264,14 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 			wantCode: apperr.Conflict,
 		},
 		{
-			name: "settle after a takeover the retry released",
+			name:      "settle after a takeover the retry released",
 			meanwhile: retryReleased,
-			wantCode: apperr.NotFound,
+			wantCode:  apperr.NotFound,
 		},
 		{
-			name: "release after a takeover the retry released",
+			name:      "release after a takeover the retry released",
 			meanwhile: retryReleased,
-			release: true,
+			release:   true,
 		},
 		{
 			// Another call's record that has expired holds nothing: settling finds no
