@@ -40,8 +40,32 @@ type Record struct {
 	SourceIP         string   `json:"source_ip"`
 	ArgsSHA256       string   `json:"args_sha256"`
 	DurationMS       int64    `json:"duration_ms"`
-	Transport        string   `json:"transport"` // mcp or rest
+	Transport        string   `json:"transport"` // mcp, rest or oauth
+	// ClientID is the OAuth client behind the token ("" for a personal token).
+	ClientID string `json:"client_id"`
+	// EventType is EventToolCall for tool invocations and rejected tokens, and
+	// EventAuthorization for the authorization server's events.
+	EventType string `json:"event_type"`
+	// Action names an authorization event (ActionConsentGranted, ...); "" on tool calls.
+	Action string `json:"action"`
 }
+
+// Event types.
+const (
+	EventToolCall      = "tool_call"
+	EventAuthorization = "authorization"
+)
+
+// Authorization actions.
+const (
+	ActionConsentGranted       = "consent_granted"
+	ActionConsentDenied        = "consent_denied"
+	ActionTokenIssued          = "token_issued"
+	ActionTokenRefreshed       = "token_refreshed"
+	ActionRefreshReuseDetected = "refresh_reuse_detected"
+	ActionGrantRevoked         = "grant_revoked"
+	ActionClientRegistered     = "client_registered"
+)
 
 // Sink delivers records. Write returns only when the record is durable enough that
 // the response may be sent (file appended, stream acknowledged, or fallback written).
@@ -52,6 +76,7 @@ type Sink interface {
 
 // Transports.
 const (
-	TransportMCP  = "mcp"
-	TransportREST = "rest"
+	TransportMCP   = "mcp"
+	TransportREST  = "rest"
+	TransportOAuth = "oauth" // the authorization server's endpoints
 )

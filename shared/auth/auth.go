@@ -18,6 +18,11 @@ type Principal struct {
 	UserID      string   `json:"user_id"`
 	TokenID     string   `json:"token_id"`
 	Scopes      []string `json:"scopes"`
+	// ClientID is the OAuth client the token was issued to; "" for a personal token.
+	ClientID string `json:"client_id,omitempty"`
+	// ExpiresAt is the token's own expiry, so a cached answer (the API Gateway
+	// authorizer cache, CachedVerifier) is never honoured past it.
+	ExpiresAt time.Time `json:"-"`
 }
 
 // Has reports whether every scope in required is held. Scopes imply nothing:
@@ -58,6 +63,9 @@ type TokenRecord struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	ExpiresAt   time.Time  `json:"expires_at"`
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+	// ClientID and GrantID are set on OAuth access tokens ("" on personal tokens).
+	ClientID string `json:"client_id,omitempty"`
+	GrantID  string `json:"grant_id,omitempty"`
 }
 
 // TokenStore persists token records. Backends: sqlite and dynamo.

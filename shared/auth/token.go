@@ -15,8 +15,14 @@ import (
 // Token format: "aac_" + 32 random base62 characters + 6 base62 characters of the
 // CRC32 of everything before them. The checksum lets ParseBearer reject typos and
 // truncated pastes without a store lookup, and lets secret scanners recognise leaks.
+//
+// OAuth access tokens share the format under their own prefix, so secret scanners and
+// people can tell a connector's short-lived token from a personal one; refresh tokens
+// have a third prefix and are never accepted as bearer tokens.
 const (
-	TokenPrefix    = "aac_"
+	TokenPrefix        = "aac_"
+	AccessTokenPrefix  = "aao_"
+	RefreshTokenPrefix = "aar_"
 	randomLen      = 32 // 32 * log2(62) ≈ 190 bits
 	checksumLen    = 6  // 62^6 > 2^32, so any CRC32 fits
 	TokenLen       = len(TokenPrefix) + randomLen + checksumLen
@@ -25,9 +31,15 @@ const (
 
 // Mint returns a new secret and its hash. The secret is shown to the user once; only
 // the hash is stored.
-func Mint() (secret, hash string, err error) {
+func Mint() (secret, hash string, err error) { return MintWithPrefix(TokenPrefix) }
+
+// MintWithPrefix mints a secret of the token format under one of the three prefixes.
+func MintWithPrefix(prefix string) (secret, hash string, err error) {
+	if len(prefix) != len(TokenPrefix) {
+		return "", "", apperr.Internal(nil)
+	}
 	b := make([]byte, 0, TokenLen)
-	b = append(b, TokenPrefix...)
+	b = append(b, prefix...)
 	// Rejection sampling keeps every character uniform: 248 = 4*62 is the largest
 	// multiple of 62 that fits in a byte.
 	var buf [64]byte
@@ -79,9 +91,17 @@ func checksum(body string) [checksumLen]byte {
 	return c
 }
 
-// ValidFormat reports whether s has the shape of a secret and its checksum matches.
+// ValidFormat reports whether s has the shape of a bearer secret (a personal or an
+// OAuth access token) and its checksum matches.
 func ValidFormat(s string) bool {
-	if len(s) != TokenLen || !strings.HasPrefix(s, TokenPrefix) {
+	return validFormat(s, TokenPrefix) || validFormat(s, AccessTokenPrefix)
+}
+
+// ValidRefreshFormat is ValidFormat for refresh tokens.
+func ValidRefreshFormat(s string) bool { return validFormat(s, RefreshTokenPrefix) }
+
+func validFormat(s, prefix string) bool {
+	if len(s) != TokenLen || !strings.HasPrefix(s, prefix) {
 		return false
 	}
 	for i := len(TokenPrefix); i < len(s); i++ {

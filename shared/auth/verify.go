@@ -68,5 +68,7 @@ func (v *Verifier) verify(ctx context.Context, secret string) (Principal, time.T
 		UserID:      rec.UserID,
 		TokenID:     rec.TokenID,
 		Scopes:      slices.Clone(rec.Scopes),
+		ClientID:    rec.ClientID,
+		ExpiresAt:   rec.ExpiresAt,
 	}, rec.ExpiresAt, nil
 }

@@ -149,10 +149,13 @@ type Workspace struct {
 
 // Member is a user's role in a workspace.
 type Member struct {
-	WorkspaceID string    `json:"workspace_id"`
-	UserID      string    `json:"user_id"`
-	Role        Role      `json:"role"`
-	CreatedAt   time.Time `json:"created_at"`
+	WorkspaceID string `json:"workspace_id"`
+	UserID      string `json:"user_id"`
+	Role        Role   `json:"role"`
+	// Email links the member to a person signing in through OAuth: an upstream
+	// identity provider's verified e-mail, compared case-insensitively. "" for none.
+	Email     string    `json:"email,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Agent is an AI agent issues can be assigned to.

@@ -45,6 +45,9 @@ type parquetRow struct {
 	ArgsSHA256       string   `parquet:"args_sha256"`
 	DurationMS       int64    `parquet:"duration_ms"`
 	Transport        string   `parquet:"transport"`
+	ClientID         string   `parquet:"client_id"`
+	EventType        string   `parquet:"event_type"`
+	Action           string   `parquet:"action"`
 }
 
 // manifestKey is the Parquet key-value metadata entry that lists, as a JSON array of
