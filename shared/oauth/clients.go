@@ -47,7 +47,7 @@ func (q *request) resolveClient(ctx context.Context, clientID string) (client, *
 	} else {
 		rc, err := q.s.cfg.Store.GetOAuthClient(ctx, clientID)
 		if apperr.Is(err, apperr.NotFound) {
-			return client{}, oerr(ErrInvalidClient, "unknown client_id "+quote(clientID)+": it is neither a registered client nor an https metadata-document URL")
+			return client{}, oerr(ErrInvalidClient, "unknown client_id "+quote(clientID)+": it is not registered here (a registration lapses after 90 days unused) and is not an https metadata-document URL")
 		}
 		if err != nil {
 			return client{}, q.internal("looked up the client", err)

@@ -6,13 +6,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +104,8 @@ func newHarness(t *testing.T, mods ...func(*Config)) *harness {
 	ctx := context.Background()
 	h := &harness{t: t, clock: &clock{t: testEpoch}, sink: &memSink{}}
 	h.dbPath = filepath.Join(t.TempDir(), "oauth.db")
-	st, err := sqlite.Open(ctx, h.dbPath, sqlite.WithClock(h.clock.Now))
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := sqlite.Open(ctx, h.dbPath, sqlite.WithClock(h.clock.Now), sqlite.WithLogger(quiet))
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
@@ -128,7 +129,7 @@ func newHarness(t *testing.T, mods ...func(*Config)) *harness {
 	cfg := Config{
 		Store: st, Tokens: st, Sink: h.sink, Catalog: catalog.New(catalog.Deps{}),
 		Clients: clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: true, Now: h.clock.Now}),
-		Dev:     true, Counter: st, Now: h.clock.Now,
+		Dev:     true, Counter: st, Now: h.clock.Now, Logger: quiet,
 	}
 	for _, m := range mods {
 		m(&cfg)
@@ -475,5 +476,3 @@ func contains(t *testing.T, body string, want ...string) {
 		}
 	}
 }
-
-var _ = slices.Contains[[]string]

@@ -60,13 +60,9 @@ func (q *request) register() {
 			Description: "too many registrations from this address; retry after " + strconv.FormatInt(retry, 10) + " seconds"})
 		return
 	}
-	body, err := io.ReadAll(q.r.Body)
+	// One byte more than the parser accepts, so that it can say the body is too large.
+	body, err := io.ReadAll(io.LimitReader(q.r.Body, clientmeta.MaxRegistrationBytes+1))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			q.jsonError(oerr(ErrInvalidClientMetadata, "the registration request is larger than 64 KB"))
-			return
-		}
 		q.jsonError(oerr(ErrInvalidClientMetadata, "the registration request body could not be read"))
 		return
 	}

@@ -149,17 +149,18 @@ func TestAuthorizeRefusesBadClientsWithAPageAndNoRedirect(t *testing.T) {
 	id := h.publicClient("Good")
 	lapsed := h.publicClient("Old")
 	ctx := context.Background()
-	// Lapse one registration: unused for more than 90 days.
-	h.clock.Advance(store.OAuthClientLapse + time.Hour)
+	// Lapse one registration: unused for more than 90 days, while the other is used.
+	h.clock.Advance(store.OAuthClientLapse - time.Hour)
 	if err := h.st.UpdateOAuthClientUsed(ctx, id, h.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
+	h.clock.Advance(2 * time.Hour)
 	for _, tc := range []struct {
 		name, url, want string
 	}{
 		{"no client_id", h.authzURL("", nativeRedirect), "client_id"},
 		{"unknown client", h.authzURL("no-such-client", nativeRedirect), "unknown client_id"},
-		{"lapsed registration", h.authzURL(lapsed, nativeRedirect), "lapsed"},
+		{"lapsed registration", h.authzURL(lapsed, nativeRedirect), "lapse"},
 		{"open redirect", h.authzURL(id, "https://evil.example/steal"), "is not one the client"},
 		{"redirect with extra path", h.authzURL(id, nativeRedirect+"/x"), "is not one the client"},
 		{"redirect differing in port", h.authzURL(id, "http://127.0.0.1:40124/callback"), "is not one the client"},
@@ -515,7 +516,8 @@ func TestConsentPageContract(t *testing.T) {
 
 	// A person who belongs to several workspaces gets a labelled chooser; a client
 	// asking for nothing gets all seven scopes offered, reads checked.
-	page = h.browser().signIn(t, h.authzURL(id, nativeRedirect), "alice")
+	ab := h.browser()
+	page = ab.signIn(t, h.authzURL(id, nativeRedirect), "alice")
 	contains(t, page.body, `<label for="workspace">Workspace</label>`, `<select id="workspace" name="workspace">`, `value="demo"`, `value="other"`)
 	var want []box
 	for _, s := range auth.AllScopes {
@@ -524,7 +526,7 @@ func TestConsentPageContract(t *testing.T) {
 	if got := checkboxes(t, page.body); !slices.Equal(got, want) {
 		t.Fatalf("checkboxes for an empty scope = %v, want %v", got, want)
 	}
-	r := h.browser().consent(t, page, "allow", "other", "comments:read")
+	r := ab.consent(t, page, "allow", "other", "comments:read")
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("consent: %d %s", r.status, r.body)
 	}
@@ -712,6 +714,7 @@ func TestGrantsPage(t *testing.T) {
 	h := newHarness(t)
 	id := h.publicClient("Grants Client")
 	_, tok := h.redeem(id, h.browser().authorize(t, id, nativeRedirect, "alice", "other", "issues:read"), nativeRedirect)
+	h.redeem(id, h.browser().authorize(t, id, nativeRedirect, "bob", "", "comments:read"), nativeRedirect)
 
 	b := h.browser()
 	r := b.get("/oauth/grants")
@@ -743,8 +746,8 @@ func TestGrantsPage(t *testing.T) {
 	bf := hidden(t, sp.body)
 	bf.Set("user", "bob")
 	bobPage := bob.get(bob.post("/oauth/signin", bf).location(t).String())
-	if strings.Contains(bobPage.body, "Grants Client") {
-		t.Fatal("bob sees alice's grant")
+	if strings.Contains(bobPage.body, "issues:read") || !strings.Contains(bobPage.body, "comments:read") {
+		t.Fatalf("bob's page shows other grants than his own:\n%s", bobPage.body)
 	}
 	if r := bob.post("/oauth/grants/revoke", withForm(hidden(t, bobPage.body), "grant", form.Get("grant"))); r.status != http.StatusNotFound {
 		t.Fatalf("bob revoking alice's grant: %d", r.status)

@@ -327,7 +327,7 @@ func (q *request) issue(ctx context.Context, g store.OAuthGrant, scopes []string
 	if err != nil {
 		return tokenResponse{}, "", q.internal("minted a token", err)
 	}
-	tokenID := "tok_" + ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
+	tokenID := newTokenID(now)
 	expires := now.Add(q.s.cfg.AccessTokenTTL)
 	if err := q.s.cfg.Tokens.CreateToken(ctx, auth.TokenRecord{
 		Hash: accessHash, TokenID: tokenID, Name: "oauth:" + bound(g.ClientName, 200),
@@ -355,6 +355,12 @@ func (q *request) issue(ctx context.Context, g store.OAuthGrant, scopes []string
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(expires.Sub(now) / time.Second),
 		RefreshToken: refresh, Scope: strings.Join(scopes, " "),
 	}, tokenID, nil
+}
+
+// newTokenID is auth.NewTokenID's format ("tok_" + ULID) on this server's clock: the
+// ULID's time is when the token was minted, which expiredTokenIDs relies on.
+func newTokenID(now time.Time) string {
+	return "tok_" + ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()).String()
 }
 
 // expiredTokenIDs are the ids among ids whose tokens have certainly expired: minted
