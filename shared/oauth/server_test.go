@@ -37,11 +37,11 @@ func TestMetadataEverywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]any{
-			"issuer":                 tc.issuer,
-			"authorization_endpoint": tc.issuer + "/oauth/authorize",
-			"token_endpoint":         tc.issuer + "/oauth/token",
-			"registration_endpoint":  tc.issuer + "/oauth/register",
-			"revocation_endpoint":    tc.issuer + "/oauth/revoke",
+			"issuer":                                         tc.issuer,
+			"authorization_endpoint":                         tc.issuer + "/oauth/authorize",
+			"token_endpoint":                                 tc.issuer + "/oauth/token",
+			"registration_endpoint":                          tc.issuer + "/oauth/register",
+			"revocation_endpoint":                            tc.issuer + "/oauth/revoke",
 			"client_id_metadata_document_supported":          true,
 			"authorization_response_iss_parameter_supported": true,
 		}
