@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,13 +94,17 @@ type harness struct {
 	clock  *clock
 	sink   *memSink
 	srv    *Server
+	live   atomic.Pointer[Server] // srv, for the handler goroutines
 	ts     *httptest.Server
 	issuer string
 }
 
+// option changes the Config; h.issuer is already known when it runs.
+type option func(h *harness, c *Config)
+
 // newHarness serves a Server over a real SQLite store on 127.0.0.1, with the dev
 // sign-in, and the workspaces demo (alice admin, bob member) and other (alice).
-func newHarness(t *testing.T, mods ...func(*Config)) *harness {
+func newHarness(t *testing.T, mods ...option) *harness {
 	t.Helper()
 	ctx := context.Background()
 	h := &harness{t: t, clock: &clock{t: testEpoch}, sink: &memSink{}}
@@ -131,20 +136,22 @@ func newHarness(t *testing.T, mods ...func(*Config)) *harness {
 		Clients: clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: true, Now: h.clock.Now}),
 		Dev:     true, Counter: st, Now: h.clock.Now, Logger: quiet,
 	}
+	// The listener comes first: an upstream provider must know our callback URL.
+	h.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req-test")
+		h.live.Load().ServeOAuth(w, r, h.issuer)
+	}))
+	t.Cleanup(h.ts.Close)
+	h.issuer = h.ts.URL
 	for _, m := range mods {
-		m(&cfg)
+		m(h, &cfg)
 	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	h.srv = srv
-	h.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Request-Id", "req-test")
-		srv.ServeOAuth(w, r, h.issuer)
-	}))
-	t.Cleanup(h.ts.Close)
-	h.issuer = h.ts.URL
+	h.live.Store(srv)
 	return h
 }
 

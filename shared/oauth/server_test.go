@@ -641,7 +641,7 @@ func TestStepUpShowsOnlyTheAddedScopes(t *testing.T) {
 }
 
 func TestRegistration(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.RegistrationLimit = 3 })
+	h := newHarness(t, func(_ *harness, c *Config) { c.RegistrationLimit = 3 })
 	status, body, _ := h.postJSON("/oauth/register", map[string]any{
 		"client_name": "Reg", "redirect_uris": []string{nativeRedirect}, "application_type": "native", "token_endpoint_auth_method": "none",
 	})
@@ -798,7 +798,7 @@ func TestBrowserCookieAttributes(t *testing.T) {
 }
 
 func TestNoSignInConfigured(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Dev = false })
+	h := newHarness(t, func(_ *harness, c *Config) { c.Dev = false })
 	id := h.publicClient("C")
 	before := h.rows()
 	r := h.browser().get(h.authzURL(id, nativeRedirect))
