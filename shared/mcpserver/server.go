@@ -107,12 +107,14 @@ func New(cfg Config, g *guard.Guard, cat *catalog.Catalog, src PrincipalSource) 
 	if h.cfg.OAuth != nil {
 		mux.HandleFunc("/oauth/", h.serveOAuth)
 		for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
-			mux.HandleFunc("GET "+wk, h.serveOAuth)
+			// Every method: the authorization server answers CORS preflights and
+			// refuses other methods itself.
+			mux.HandleFunc(wk, h.serveOAuth)
 			// RFC 8414 section 3.1 inserts the issuer's path after the well-known
 			// name: with a base path (an API Gateway stage) the document of issuer
 			// https://host/prod is at https://host/.well-known/.../prod, outside
 			// the base path, where only the exact suffix is ours to answer.
-			mux.HandleFunc("GET "+wk+"/{suffix...}", h.serveOAuthSuffixed)
+			mux.HandleFunc(wk+"/{suffix...}", h.serveOAuthSuffixed)
 		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
