@@ -23,10 +23,10 @@ const (
 	TokenPrefix        = "aac_"
 	AccessTokenPrefix  = "aao_"
 	RefreshTokenPrefix = "aar_"
-	randomLen      = 32 // 32 * log2(62) ≈ 190 bits
-	checksumLen    = 6  // 62^6 > 2^32, so any CRC32 fits
-	TokenLen       = len(TokenPrefix) + randomLen + checksumLen
-	base62Alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	randomLen          = 32 // 32 * log2(62) ≈ 190 bits
+	checksumLen        = 6  // 62^6 > 2^32, so any CRC32 fits
+	TokenLen           = len(TokenPrefix) + randomLen + checksumLen
+	base62Alphabet     = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 )
 
 // Mint returns a new secret and its hash. The secret is shown to the user once; only

@@ -120,7 +120,7 @@ type ResourceMetadata struct {
 func (h *handler) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ResourceMetadata{
 		Resource:               h.baseURL(r) + "/mcp",
-		AuthorizationServers:   h.cfg.AuthorizationServers,
+		AuthorizationServers:   h.authorizationServers(r),
 		ScopesSupported:        auth.AllScopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           h.cfg.ServerName,

@@ -41,8 +41,12 @@ type Config struct {
 	// Gateway stage ("/prod"). It is used in derived URLs and stripped from incoming
 	// paths that carry it.
 	BasePath string
-	// AuthorizationServers are advertised in the protected resource metadata.
+	// AuthorizationServers are advertised in the protected resource metadata, after
+	// the built-in one when OAuth is set.
 	AuthorizationServers []string
+	// OAuth is the built-in OAuth 2.1 authorization server (shared/oauth), served on
+	// this origin with the public base URL as its issuer; nil serves none.
+	OAuth AuthorizationServer
 	// AllowedOrigins are the browser origins /mcp accepts (exact match). A request
 	// without Origin is always accepted (non-browser clients send none).
 	AllowedOrigins []string
@@ -100,11 +104,51 @@ func New(cfg Config, g *guard.Guard, cat *catalog.Catalog, src PrincipalSource) 
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource", h.serveResourceMetadata)
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", h.serveResourceMetadata)
 	mux.HandleFunc("GET /healthz", serveHealth)
+	if h.cfg.OAuth != nil {
+		mux.HandleFunc("/oauth/", h.serveOAuth)
+		for _, wk := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+			// Every method: the authorization server answers CORS preflights and
+			// refuses other methods itself.
+			mux.HandleFunc(wk, h.serveOAuth)
+			// RFC 8414 section 3.1 inserts the issuer's path after the well-known
+			// name: with a base path (an API Gateway stage) the document of issuer
+			// https://host/prod is at https://host/.well-known/.../prod, outside
+			// the base path, where only the exact suffix is ours to answer.
+			mux.HandleFunc(wk+"/{suffix...}", h.serveOAuthSuffixed)
+		}
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route", "code": "not_found"})
 	})
 	h.mux = mux
 	return h
+}
+
+// AuthorizationServer answers the OAuth routes; issuer is the request's public base
+// URL, so one server serves every name the deployment is reached by.
+type AuthorizationServer interface {
+	ServeOAuth(w http.ResponseWriter, r *http.Request, issuer string)
+}
+
+func (h *handler) serveOAuth(w http.ResponseWriter, r *http.Request) {
+	h.cfg.OAuth.ServeOAuth(w, r, h.baseURL(r))
+}
+
+func (h *handler) serveOAuthSuffixed(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.BasePath == "" || "/"+r.PathValue("suffix") != h.cfg.BasePath {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route", "code": "not_found"})
+		return
+	}
+	h.cfg.OAuth.ServeOAuth(w, r, h.baseURL(r))
+}
+
+// authorizationServers lists the issuers the resource metadata names: the built-in
+// server first, then any configured ones.
+func (h *handler) authorizationServers(r *http.Request) []string {
+	if h.cfg.OAuth == nil {
+		return h.cfg.AuthorizationServers
+	}
+	return append([]string{h.baseURL(r)}, h.cfg.AuthorizationServers...)
 }
 
 // methodNotAllowed answers GET and DELETE on /mcp: the server is stateless and

@@ -23,6 +23,8 @@ func decodeToken(it item) (auth.TokenRecord, error) {
 		Scopes:      d.strings("scopes"),
 		CreatedAt:   d.time("created_at"),
 		ExpiresAt:   d.time("expires_at"),
+		ClientID:    d.str("client_id"),
+		GrantID:     d.str("grant_id"),
 	}
 	if d.has("revoked_at") {
 		at := d.time("revoked_at")
@@ -59,6 +61,13 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	}
 	if t.RevokedAt != nil {
 		tok["revoked_at"] = avTime(*t.RevokedAt)
+	}
+	// Set on OAuth access tokens only: a personal token's item stays as it was.
+	if t.ClientID != "" {
+		tok["client_id"] = avS(t.ClientID)
+	}
+	if t.GrantID != "" {
+		tok["grant_id"] = avS(t.GrantID)
 	}
 	put := func(it item) error {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{

@@ -84,7 +84,8 @@ func (s *Store) workspaceExists(ctx context.Context, ws, op string) error {
 
 func decodeMember(ws string, it item) (store.Member, error) {
 	d := decoder{it: it}
-	m := store.Member{WorkspaceID: ws, UserID: d.str("user_id"), Role: store.Role(d.str("role")), CreatedAt: d.time("created_at")}
+	m := store.Member{WorkspaceID: ws, UserID: d.str("user_id"), Role: store.Role(d.str("role")), Email: d.str("email"),
+		CreatedAt: d.time("created_at")}
 	return m, d.err
 }
 
@@ -104,7 +105,8 @@ func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, e
 	return m, fail("GetMember", err)
 }
 
-// UpdateMember implements store.Writer. Replacing a member keeps its created_at.
+// UpdateMember implements store.Writer. Replacing a member keeps its created_at and
+// replaces its e-mail.
 func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
 	if !validPart(m.UserID) {
 		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required and must not contain '#'")
@@ -119,16 +121,24 @@ func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member,
 		return store.Member{}, err
 	}
 	m.CreatedAt = s.orNow(m.CreatedAt)
-	// SET is idempotent: a retried request writes the same values again.
+	// The e-mail is replaced with the record, lower-cased as the SQLite store does;
+	// "" removes the attribute rather than store an empty string.
+	update := "SET user_id = :u, #role = :r, created_at = if_not_exists(created_at, :c)"
+	values := item{":u": avS(m.UserID), ":r": avS(string(m.Role)), ":c": avTime(m.CreatedAt)}
+	if email := strings.ToLower(m.Email); email != "" {
+		update += ", email = :e"
+		values[":e"] = avS(email)
+	} else {
+		update += " REMOVE email"
+	}
+	// SET and REMOVE are idempotent: a retried request writes the same values again.
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(wsPK(m.WorkspaceID), skMember+m.UserID),
-		UpdateExpression:         aws.String("SET user_id = :u, #role = :r, created_at = if_not_exists(created_at, :c)"),
-		ExpressionAttributeNames: map[string]string{"#role": "role"},
-		ExpressionAttributeValues: item{
-			":u": avS(m.UserID), ":r": avS(string(m.Role)), ":c": avTime(m.CreatedAt),
-		},
-		ReturnValues: types.ReturnValueAllNew,
+		TableName:                 aws.String(s.table),
+		Key:                       key(wsPK(m.WorkspaceID), skMember+m.UserID),
+		UpdateExpression:          aws.String(update),
+		ExpressionAttributeNames:  map[string]string{"#role": "role"},
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if err != nil {
 		return store.Member{}, fail("UpdateMember", err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -245,7 +246,8 @@ func TestReadCacheIssueBytesBounded(t *testing.T) {
 }
 
 // TestCounterWritesKeepTheCache: the writes made on every call (usage, rate
-// counters, idempotency) leave the copy valid; any other write drops it.
+// counters, idempotency) or token request (OAuth records) leave the copy valid;
+// any other write drops it.
 func TestCounterWritesKeepTheCache(t *testing.T) {
 	ctx := context.Background()
 	cached, _, _ := cachePair(t)
@@ -255,6 +257,15 @@ func TestCounterWritesKeepTheCache(t *testing.T) {
 	}
 	if got := cached.cache.gen.Load(); got != g {
 		t.Fatalf("a rate counter write moved the generation %d -> %d", g, got)
+	}
+	if err := cached.CreateOAuthPending(ctx, store.OAuthPending{ID: "p", ExpiresAt: cached.now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cached.DeleteOAuthPending(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached.cache.gen.Load(); got != g {
+		t.Fatalf("an OAuth write moved the generation %d -> %d", g, got)
 	}
 	if _, err := cached.CreateAgent(ctx, store.Agent{WorkspaceID: "ws", ID: "bot", Name: "bot"}); err != nil {
 		t.Fatal(err)
@@ -328,6 +339,15 @@ func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 			_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleViewer})
 			return err
 		}, memberIs(func(m store.Member, err error) bool { return err == nil && m.Role == store.RoleViewer }, "viewer")},
+		{"change e-mail", func(s *Store, _ string) error {
+			m, err := s.GetMember(ctx, "ws", "u")
+			if err != nil {
+				return err
+			}
+			m.Email = "U@Example.com"
+			_, err = s.UpdateMember(ctx, m)
+			return err
+		}, memberIs(func(m store.Member, err error) bool { return err == nil && m.Email == "u@example.com" }, "e-mail u@example.com")},
 		{"remove member", func(s *Store, _ string) error {
 			return s.DeleteMember(ctx, "ws", "u")
 		}, memberIs(func(_ store.Member, err error) bool { return apperr.CodeOf(err) == apperr.NotFound }, "not_found")},

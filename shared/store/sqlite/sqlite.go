@@ -312,8 +312,9 @@ func (s *Store) write(ctx context.Context, fn func(q) error) error {
 }
 
 // writeCounters is write for transactions that touch only tables the read cache
-// never holds (usage, rate counters, idempotency records): they run on every call,
-// and invalidating the cache with each would empty it under any load.
+// never holds (usage, rate counters, idempotency records, the OAuth server's
+// records): they run on every call or every token request, and invalidating the
+// cache with each would empty it under any load.
 func (s *Store) writeCounters(ctx context.Context, fn func(q) error) error {
 	return s.tx(ctx, fn)
 }
@@ -395,9 +396,9 @@ func isUnique(err error) bool {
 
 func isForeignKey(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY }
 
-// maybePurge deletes expired tombstones, idempotency records, usage event ids and rate
-// counters. Lookups already ignore expired rows; this only bounds the file's size, so
-// a failure is logged and the caller's transaction still commits.
+// maybePurge deletes expired tombstones, idempotency records, usage event ids, rate
+// counters and OAuth records. Lookups already ignore expired rows; this only bounds
+// the file's size, so a failure is logged and the caller's transaction still commits.
 func (s *Store) maybePurge(x q) {
 	now := s.now().UnixNano()
 	last := s.lastPurge.Load()
@@ -417,6 +418,11 @@ func (s *Store) maybePurge(x q) {
 		{`DELETE FROM usage_events WHERE expires_at <= ?
 			AND expires_at < (SELECT replay_from FROM usage_watermark WHERE id = 1) + ?`, []any{now, int64(usageEventTTL)}},
 		{`DELETE FROM rate_counters WHERE expires_at <= ?`, []any{now}},
+		{`DELETE FROM oauth_pending WHERE expires_at <= ?`, []any{now}},
+		{`DELETE FROM oauth_codes WHERE expires_at <= ?`, []any{now}},
+		// Rotated refresh hashes go with their grant (ON DELETE CASCADE).
+		{`DELETE FROM oauth_grants WHERE expires_at <= ?`, []any{now}},
+		{`DELETE FROM oauth_clients WHERE last_used_at <= ?`, []any{now - int64(store.OAuthClientLapse)}},
 	} {
 		// A savepoint would be needed to undo a half-done purge; each statement is
 		// atomic on its own and none depends on another, so none is.

@@ -37,3 +37,19 @@ func TestConformanceReadCache(t *testing.T) {
 		return storetest.Backend{Queries: s, Tokens: s}
 	})
 }
+
+func TestOAuthConformance(t *testing.T) {
+	storetest.RunOAuth(t, func(t *testing.T) storetest.OAuthBackend {
+		s := open(t)
+		return storetest.OAuthBackend{Queries: s, Tokens: s, OAuth: s}
+	})
+}
+
+// TestOAuthConformanceReadCache: the e-mail of a member read through the in-memory
+// copy must follow every UpdateMember at once.
+func TestOAuthConformanceReadCache(t *testing.T) {
+	storetest.RunOAuth(t, func(t *testing.T) storetest.OAuthBackend {
+		s := open(t, sqlite.WithReadCache())
+		return storetest.OAuthBackend{Queries: s, Tokens: s, OAuth: s}
+	})
+}

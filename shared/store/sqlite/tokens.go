@@ -11,14 +11,15 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
-const tokenCols = `hash, token_id, name, workspace_id, user_id, scopes, created_at, expires_at, revoked_at`
+const tokenCols = `hash, token_id, name, workspace_id, user_id, scopes, created_at, expires_at, revoked_at, client_id, grant_id`
 
 func scanToken(r scanner) (auth.TokenRecord, error) {
 	var t auth.TokenRecord
 	var scopes string
 	var created, expires int64
 	var revoked sql.NullInt64
-	if err := r.Scan(&t.Hash, &t.TokenID, &t.Name, &t.WorkspaceID, &t.UserID, &scopes, &created, &expires, &revoked); err != nil {
+	if err := r.Scan(&t.Hash, &t.TokenID, &t.Name, &t.WorkspaceID, &t.UserID, &scopes, &created, &expires, &revoked,
+		&t.ClientID, &t.GrantID); err != nil {
 		return auth.TokenRecord{}, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &t.Scopes); err != nil {
@@ -57,8 +58,9 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 		expires = nanos(t.ExpiresAt)
 	}
 	return s.write(ctx, func(x q) error {
-		_, err := x.exec(`INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.Hash, t.TokenID, t.Name, t.WorkspaceID, t.UserID, string(scopes), nanos(created), expires, revoked)
+		_, err := x.exec(`INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.Hash, t.TokenID, t.Name, t.WorkspaceID, t.UserID, string(scopes), nanos(created), expires, revoked,
+			t.ClientID, t.GrantID)
 		if isUnique(err) {
 			return apperr.New(apperr.Conflict, "token already exists")
 		}

@@ -67,8 +67,8 @@ func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, e
 func (s *Store) getMember(ctx context.Context, ws, user string) (store.Member, error) {
 	m := store.Member{WorkspaceID: ws, UserID: user}
 	var created int64
-	err := s.read(ctx).queryRow(`SELECT role, created_at FROM members WHERE workspace_id = ? AND user_id = ?`, ws, user).
-		Scan(&m.Role, &created)
+	err := s.read(ctx).queryRow(`SELECT role, email, created_at FROM members WHERE workspace_id = ? AND user_id = ?`, ws, user).
+		Scan(&m.Role, &m.Email, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Member{}, notFound("member")
 	}
@@ -79,7 +79,8 @@ func (s *Store) getMember(ctx context.Context, ws, user string) (store.Member, e
 	return m, nil
 }
 
-// UpdateMember implements store.Writer. Replacing a member keeps its created_at.
+// UpdateMember implements store.Writer. Replacing a member keeps its created_at and
+// replaces its e-mail too ("" clears it); the e-mail is stored lower-cased.
 func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
 	if m.UserID == "" {
 		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required")
@@ -88,11 +89,14 @@ func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member,
 		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
 	}
 	m.CreatedAt = s.orNow(m.CreatedAt)
+	m.Email = foldEmail(m.Email)
 	var created int64
+	// s.write ends the read cache's generation, so GetMember sees the new role and
+	// e-mail at once.
 	err := s.write(ctx, func(x q) error {
-		err := x.queryRow(`INSERT INTO members (workspace_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role
-			RETURNING created_at`, m.WorkspaceID, m.UserID, string(m.Role), nanos(m.CreatedAt)).Scan(&created)
+		err := x.queryRow(`INSERT INTO members (workspace_id, user_id, role, email, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role, email = excluded.email
+			RETURNING created_at`, m.WorkspaceID, m.UserID, string(m.Role), m.Email, nanos(m.CreatedAt)).Scan(&created)
 		if isForeignKey(err) {
 			return notFound("workspace")
 		}

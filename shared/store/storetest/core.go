@@ -45,6 +45,26 @@ func testMembers(t *testing.T, b Backend) {
 	if got.Role != store.RoleViewer {
 		t.Errorf("role after replace = %q, want viewer (a demotion must take effect)", got.Role)
 	}
+	if got.Email != "" {
+		t.Errorf("e-mail of a member given none = %q", got.Email)
+	}
+
+	// The e-mail is stored lower-cased, and replaced with the record.
+	m, err = q.UpdateMember(ctx, store.Member{WorkspaceID: a.ID, UserID: "alice", Role: store.RoleViewer, Email: "Alice@Example.COM", CreatedAt: baseTime()})
+	must(t, "UpdateMember (e-mail)", err)
+	if m.Email != "alice@example.com" {
+		t.Errorf("UpdateMember returned e-mail %q, want alice@example.com", m.Email)
+	}
+	got, err = q.GetMember(ctx, a.ID, "alice")
+	must(t, "GetMember", err)
+	if got.Email != "alice@example.com" || got.Role != store.RoleViewer {
+		t.Errorf("GetMember after setting the e-mail = %+v", got)
+	}
+	_, err = q.UpdateMember(ctx, store.Member{WorkspaceID: a.ID, UserID: "alice", Role: store.RoleViewer, CreatedAt: baseTime()})
+	must(t, "UpdateMember (no e-mail)", err)
+	if got, err := q.GetMember(ctx, a.ID, "alice"); err != nil || got.Email != "" {
+		t.Errorf("GetMember after replacing without an e-mail = %+v %v, want it cleared", got, err)
+	}
 
 	_, err = q.GetMember(ctx, a.ID, "bob")
 	wantCode(t, "GetMember of a user without a record", err, apperr.NotFound)

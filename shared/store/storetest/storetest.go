@@ -24,6 +24,9 @@
 //     not_found (no delete_comment ever answered for it);
 //   - CreateToken is conflict when the hash or the token id exists; ListTokens is
 //     newest first (created_at, then token id); a second revoke keeps the first time;
+//     ClientID and GrantID round-trip through every token read;
+//   - a member's Email is stored lower-cased (strings.ToLower) and replaced with the
+//     record by UpdateMember ("" clears it);
 //   - DeleteIdempotency of an absent key succeeds; an expired record is not_found
 //     and does not block a new claim; a claim with Supersedes naming a record that
 //     is gone claims the free key;

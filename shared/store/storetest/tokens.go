@@ -30,6 +30,7 @@ func testTokens(t *testing.T, b Backend) {
 	}
 	r1 := mk(wsA, "alice", at, "issues:read")
 	r2 := mk(wsA, "bob", at.Add(time.Minute), "issues:read", "issues:write")
+	r2.ClientID, r2.GrantID = "https://client.example/meta.json", uid("grant") // an OAuth access token
 	r3 := mk(wsB, "carol", at.Add(2*time.Minute), "dashboard:read")
 	for _, r := range []auth.TokenRecord{r1, r2, r3} {
 		must(t, "CreateToken", ts.CreateToken(ctx, r))
@@ -66,6 +67,8 @@ func testTokens(t *testing.T, b Backend) {
 	must(t, "ListTokens A", err)
 	if got, want := tokenIDs(listA, nil), []string{r2.TokenID, r1.TokenID}; !slices.Equal(got, want) {
 		t.Errorf("ListTokens(A) = %v, want newest first %v", got, want)
+	} else if !reflect.DeepEqual(normToken(listA[0]), normToken(r2)) || !reflect.DeepEqual(normToken(listA[1]), normToken(r1)) {
+		t.Errorf("ListTokens(A) = %+v, want %+v", listA, []auth.TokenRecord{r2, r1})
 	}
 	listB, err := ts.ListTokens(ctx, wsB)
 	must(t, "ListTokens B", err)
@@ -97,6 +100,11 @@ func testTokens(t *testing.T, b Backend) {
 	}
 	if got, _ := ts.GetTokenByHash(ctx, r2.Hash); got.RevokedAt != nil {
 		t.Errorf("revoking one token revoked another: %+v", got)
+	}
+	rev, err = ts.UpdateTokenRevoked(ctx, r2.TokenID, first)
+	must(t, "UpdateTokenRevoked (OAuth token)", err)
+	if rev.ClientID != r2.ClientID || rev.GrantID != r2.GrantID {
+		t.Errorf("UpdateTokenRevoked returned client %q grant %q, want %q %q", rev.ClientID, rev.GrantID, r2.ClientID, r2.GrantID)
 	}
 	_, err = ts.UpdateTokenRevoked(ctx, auth.NewTokenID(), first)
 	wantCode(t, "UpdateTokenRevoked of an unknown id", err, apperr.NotFound)

@@ -46,6 +46,7 @@ type serveFlags struct {
 	authServers       []string
 	logLevel          string
 	compactEvery      time.Duration
+	oauth             oauthFlags
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -81,6 +82,7 @@ full-scope and a read-only token, and prints them with ready client command line
 	f.StringSliceVar(&sf.allowedHosts, "allowed-hosts", nil, `Host header values accepted, comma-separated; "*" for any (default: loopback only)`)
 	f.StringSliceVar(&sf.authServers, "authorization-servers", splitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
 	f.StringVar(&sf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	addOAuthFlags(c, g, &sf.oauth)
 	return c
 }
 
@@ -128,6 +130,9 @@ func (sf *serveFlags) check() (limiterRate *ratelimit.Rate, err error) {
 		if err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return nil, usagef("--allowed-origins %q: an origin is scheme://host[:port]", o)
 		}
+	}
+	if err := sf.oauth.check(); err != nil {
+		return nil, err
 	}
 	return limiterRate, nil
 }
@@ -220,19 +225,27 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if errs := gd.SchemaErrors(); len(errs) > 0 {
 		return fmt.Errorf("the tool catalog is broken: %d input schema(s) do not compile: %v", len(errs), errs)
 	}
-	verifier := auth.NewCachedVerifier(&auth.Verifier{Store: st, Now: g.env.Now}, auth.MaxCacheTTL, 0)
-	handler := mcpserver.New(mcpserver.Config{
+	ln, err := net.Listen("tcp", sf.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sf.addr, err)
+	}
+	as, err := newAuthorizationServer(ctx, sf.oauth, sf.dev, ln, st, sink, cat, g.env.now, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	mcfg := mcpserver.Config{
 		PublicURL:            sf.publicURL,
 		AuthorizationServers: sf.authServers,
 		AllowedOrigins:       sf.allowedOrigins,
 		AllowedHosts:         sf.allowedHosts,
 		Logger:               log,
-	}, gd, cat, mcpserver.BearerSource{Verifier: verifier})
-
-	ln, err := net.Listen("tcp", sf.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", sf.addr, err)
 	}
+	if as != nil {
+		mcfg.OAuth = as
+	}
+	verifier := auth.NewCachedVerifier(&auth.Verifier{Store: st, Now: g.env.Now}, auth.MaxCacheTTL, 0)
+	handler := mcpserver.New(mcfg, gd, cat, mcpserver.BearerSource{Verifier: verifier})
 	base := sf.publicURL
 	if base == "" {
 		base = "http://" + displayAddr(ln.Addr())
@@ -247,7 +260,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 			return err
 		}
 	}
-	printBanner(c.OutOrStdout(), base, g.dataDir, dispatchDesc, rate, tokens)
+	printBanner(c.OutOrStdout(), base, g.dataDir, dispatchDesc, rate, tokens, oauthMode(sf.oauth, as != nil))
 
 	if sf.compactEvery > 0 {
 		stop := startCompactor(ctx, g.dataDir, sf.compactEvery, g.env.now, log)
@@ -332,7 +345,7 @@ func readSecretFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-func printBanner(w io.Writer, base, dataDir, dispatch string, rate *ratelimit.Rate, t *devTokens) {
+func printBanner(w io.Writer, base, dataDir, dispatch string, rate *ratelimit.Rate, t *devTokens, signIn string) {
 	mcpURL := base + "/mcp"
 	fmt.Fprintf(w, "aacmcp serving %s\n", mcpURL)
 	fmt.Fprintf(w, "  data:      %s (audit log in %s)\n", dataDir, filepath.Join(dataDir, file.Subdir))
@@ -341,6 +354,10 @@ func printBanner(w io.Writer, base, dataDir, dispatch string, rate *ratelimit.Ra
 		fmt.Fprintf(w, "  rate limit: %s per token and tool\n", rate)
 	}
 	fmt.Fprintf(w, "  tokens are verified in process and cached for %.0fs (a revocation takes effect within that)\n", auth.MaxCacheTTL.Seconds())
+	if signIn != "" {
+		fmt.Fprintf(w, "\nConnector URL for OAuth clients (claude.ai, Claude Desktop, ChatGPT): %s\n", mcpURL)
+		fmt.Fprintf(w, "  OAuth: %s; grants at %s/oauth/grants. Hosted clients need a public https URL: docs/clients.md\n", signIn, base)
+	}
 	if t == nil {
 		fmt.Fprintf(w, "\nCreate a token with: aacmcp token create --data %s --workspace ID --user USER --scopes issues:read\n", dataDir)
 		return
