@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,7 +80,7 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 	srv := harness.Serve(t)
 	port := freePort(t)
 	redirectURI := fmt.Sprintf("http://127.0.0.1:%d/callback", port)
-	clientID := register(t, srv.Base, redirectURI)
+	clientID := flow.RegisterPublicClient(t, srv.Base, "MCP conformance suite", redirectURI)
 
 	outDir := t.TempDir()
 	cmd := exec.Command(harness.Node22(t), nextSuiteCLI(t), "authorization",
@@ -175,40 +174,6 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 	if t.Failed() {
 		t.Logf("suite output:\n%s\nserver log:\n%s", &out, srv.Logs())
 	}
-}
-
-// register registers a public client for redirectURI through dynamic client
-// registration (RFC 7591) and returns its id.
-func register(t *testing.T, issuer, redirectURI string) string {
-	t.Helper()
-	body, err := json.Marshal(map[string]any{
-		"client_name":                "MCP conformance suite",
-		"redirect_uris":              []string{redirectURI},
-		"grant_types":                []string{"authorization_code"},
-		"response_types":             []string{"code"},
-		"token_endpoint_auth_method": "none",
-		"application_type":           "native",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(issuer+"/oauth/register", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var reg struct {
-		ClientID string `json:"client_id"`
-		Error    string `json:"error"`
-		Desc     string `json:"error_description"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil {
-		t.Fatalf("registration answer: HTTP %d: %v", resp.StatusCode, err)
-	}
-	if resp.StatusCode != http.StatusCreated || reg.ClientID == "" {
-		t.Fatalf("registration: HTTP %d %s %s", resp.StatusCode, reg.Error, reg.Desc)
-	}
-	return reg.ClientID
 }
 
 // freePort is a loopback port nobody listens on now, for the suite's own redirect

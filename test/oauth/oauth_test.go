@@ -151,6 +151,10 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatalf("the script reported no tokens to check after the restart (revoked %q, live %q)", revoked, live)
 	}
 	t.Run("restart", func(t *testing.T) {
+		// The running server may still answer for the revoked grant's token from
+		// its verifier cache (at most auth.MaxCacheTTL, and never past the token's
+		// own expiry); a fresh process has only the store to go by.
+		t.Logf("before the restart: tools/list with the revoked grant's verified token: HTTP %d (cache bound %s)", mcpStatus(t, srv.MCPURL, revoked), auth.MaxCacheTTL)
 		srv.Restart(t)
 		if got := mcpStatus(t, srv.MCPURL, live); got != http.StatusOK {
 			t.Errorf("tools/list with the access token of the grant in force: HTTP %d, want 200\n%s", got, srv.Logs())
