@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,12 +36,12 @@ const (
 	CtxWorkspaceID = "workspace_id"
 	CtxUserID      = "user_id"
 	CtxTokenID     = "token_id"
-	CtxScopes      = "scopes" // space-separated: context values cannot be arrays
-	// CtxClientID is the OAuth client of an access token, "" for a personal token.
-	// Always present, so that a context without it (an authorizer of an older
-	// deployment still cached) is told apart only by its age, never by its meaning:
-	// both read as a personal token.
-	CtxClientID = "client_id"
+	CtxScopes      = "scopes"    // space-separated: context values cannot be arrays
+	CtxClientID    = "client_id" // the OAuth client; "" for a personal token
+	// CtxExpiresAt is the token's expiry in Unix seconds (a decimal string, rounded
+	// down). API Gateway caches this answer per token for its TTL: the function
+	// refuses a cached answer past the token's own expiry with it.
+	CtxExpiresAt = "expires_at"
 )
 
 // Verifier checks a bearer secret (auth.Verifier does).
@@ -149,6 +150,7 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			CtxTokenID:     p.TokenID,
 			CtxScopes:      p.ScopeString(),
 			CtxClientID:    p.ClientID,
+			CtxExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
 		},
 	}, nil
 }
