@@ -824,3 +824,36 @@ func TestAuditFailureIssuesNothing(t *testing.T) {
 		t.Fatalf("redeem with a failing audit sink: %d %v", status, body)
 	}
 }
+
+func TestDevSignInRefusals(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient("C")
+	b := h.browser()
+	page := b.get(b.get(h.authzURL(id, nativeRedirect)).location(t).String())
+	contains(t, page.body,
+		`<button type="submit" name="user" value="alice">alice</button>`,
+		`<button type="submit" name="user" value="bob">bob</button>`)
+	f := hidden(t, page.body)
+	f.Set("user", "bob")
+	before := h.rows()
+	for name, g := range map[string]url.Values{
+		"no CSRF token": withForm(f, "csrf", ""),
+		"forged token":  withForm(f, "csrf", randomString()),
+		"not a member":  withForm(f, "user", "mallory"),
+		"no user":       withForm(f, "user", ""),
+	} {
+		if r := b.post("/oauth/signin", g); r.status < 400 || r.header.Get("Location") != "" {
+			t.Errorf("%s: %d %q", name, r.status, r.header.Get("Location"))
+		}
+	}
+	if r := h.browser().post("/oauth/signin", f); r.status != http.StatusForbidden {
+		t.Errorf("sign-in from another browser: %d", r.status)
+	}
+	sameRows(t, before, h.rows(), "a refused sign-in")
+	if r := b.post("/oauth/signin", f); r.status != http.StatusSeeOther {
+		t.Fatalf("genuine sign-in after the refusals: %d %s", r.status, r.body)
+	}
+	if r := b.post("/oauth/signin", f); r.status != http.StatusConflict {
+		t.Fatalf("second sign-in to one request: %d", r.status)
+	}
+}
