@@ -236,25 +236,6 @@ func (s *Server) ServeOAuth(w http.ResponseWriter, r *http.Request, issuer strin
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	}
-	rq := &request{s: s, w: w, r: r, issuer: issuer}
-	type handler struct {
-		methods []string
-		fn      func(*request)
-		cors    bool // answered to browser-based clients of any origin: no cookies are involved
-	}
-	routes := map[string]handler{
-		wellKnownAS:      {[]string{http.MethodGet}, (*request).metadata, true},
-		pathAuthorize:    {[]string{http.MethodGet}, (*request).authorize, false},
-		pathSignin:       {[]string{http.MethodGet, http.MethodPost}, (*request).signin, false},
-		pathCallback:     {[]string{http.MethodGet}, (*request).callback, false},
-		pathConsent:      {[]string{http.MethodGet, http.MethodPost}, (*request).consent, false},
-		pathToken:        {[]string{http.MethodPost}, (*request).token, true},
-		pathRegister:     {[]string{http.MethodPost}, (*request).register, true},
-		pathRevoke:       {[]string{http.MethodPost}, (*request).revoke, true},
-		pathGrants:       {[]string{http.MethodGet}, (*request).grants, false},
-		pathGrantsRevoke: {[]string{http.MethodPost}, (*request).grantsRevoke, false},
-		pathStyle:        {[]string{http.MethodGet}, serveStyle, false},
-	}
 	h := routes[p]
 	if h.cors {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -271,7 +252,30 @@ func (s *Server) ServeOAuth(w http.ResponseWriter, r *http.Request, issuer strin
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: string(ErrInvalidRequest), Description: r.Method + " is not allowed on " + p + "; use " + strings.Join(h.methods, " or ")})
 		return
 	}
-	h.fn(rq)
+	h.fn(&request{s: s, w: w, r: r, issuer: issuer})
+}
+
+// endpoint is one route's methods and handler.
+type endpoint struct {
+	methods []string
+	fn      func(*request)
+	// cors: answered to browser-based clients of any origin. Only the JSON endpoints,
+	// which use no cookies, so a foreign page gains nothing it could not do itself.
+	cors bool
+}
+
+var routes = map[string]endpoint{
+	wellKnownAS:      {[]string{http.MethodGet}, (*request).metadata, true},
+	pathAuthorize:    {[]string{http.MethodGet}, (*request).authorize, false},
+	pathSignin:       {[]string{http.MethodGet, http.MethodPost}, (*request).signin, false},
+	pathCallback:     {[]string{http.MethodGet}, (*request).callback, false},
+	pathConsent:      {[]string{http.MethodGet, http.MethodPost}, (*request).consent, false},
+	pathToken:        {[]string{http.MethodPost}, (*request).token, true},
+	pathRegister:     {[]string{http.MethodPost}, (*request).register, true},
+	pathRevoke:       {[]string{http.MethodPost}, (*request).revoke, true},
+	pathGrants:       {[]string{http.MethodGet}, (*request).grants, false},
+	pathGrantsRevoke: {[]string{http.MethodPost}, (*request).grantsRevoke, false},
+	pathStyle:        {[]string{http.MethodGet}, serveStyle, false},
 }
 
 // request is one request in flight.
