@@ -36,6 +36,11 @@ const (
 	CtxUserID      = "user_id"
 	CtxTokenID     = "token_id"
 	CtxScopes      = "scopes" // space-separated: context values cannot be arrays
+	// CtxClientID is the OAuth client of an access token, "" for a personal token.
+	// Always present, so that a context without it (an authorizer of an older
+	// deployment still cached) is told apart only by its age, never by its meaning:
+	// both read as a personal token.
+	CtxClientID = "client_id"
 )
 
 // Verifier checks a bearer secret (auth.Verifier does).
@@ -143,6 +148,7 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			CtxUserID:      p.UserID,
 			CtxTokenID:     p.TokenID,
 			CtxScopes:      p.ScopeString(),
+			CtxClientID:    p.ClientID,
 		},
 	}, nil
 }

@@ -3,6 +3,7 @@ package authorizerfn
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -99,10 +100,19 @@ func TestHandleDecisions(t *testing.T) {
 	}
 	other, _, _ := auth.Mint()
 	p := auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read", "issues:write"}}
+	oauthTok, _, err := auth.MintWithPrefix(auth.AccessTokenPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const client = "https://claude.ai/oauth/mcp-oauth-client-metadata"
+	op := p
+	op.TokenID, op.ClientID = "tok_2", client
 	verifier := verifierFunc(func(_ context.Context, s string) (auth.Principal, error) {
 		switch s {
 		case good:
 			return p, nil
+		case oauthTok:
+			return op, nil
 		case other:
 			return auth.Principal{}, apperr.Internal(errors.New("table down"))
 		}
@@ -118,8 +128,14 @@ func TestHandleDecisions(t *testing.T) {
 		wantAudit    apperr.Code
 		wantTokenID  string
 		wantFailures int64
+		wantContext  map[string]any // on allowed requests
 	}{
-		{name: "valid", header: "Bearer " + good},
+		{name: "valid", header: "Bearer " + good, wantContext: map[string]any{
+			"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read issues:write", "client_id": "",
+		}},
+		{name: "valid oauth access token", header: "Bearer " + oauthTok, wantContext: map[string]any{
+			"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_2", "scopes": "issues:read issues:write", "client_id": client,
+		}},
 		{name: "missing header", header: "", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
 		{name: "malformed", header: "Bearer nope", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
 		{name: "revoked", header: "Bearer " + unknown, wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantTokenID: "tok_revoked", wantFailures: 1},
@@ -151,11 +167,8 @@ func TestHandleDecisions(t *testing.T) {
 				if len(st) != 1 || st[0].Effect != "Allow" || st[0].Resource[0] != "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*" {
 					t.Errorf("policy = %+v", resp.PolicyDocument)
 				}
-				want := map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read issues:write"}
-				for k, v := range want {
-					if resp.Context[k] != v {
-						t.Errorf("context[%s] = %v, want %v", k, resp.Context[k], v)
-					}
+				if !reflect.DeepEqual(resp.Context, tt.wantContext) {
+					t.Errorf("context = %#v, want %#v", resp.Context, tt.wantContext)
 				}
 				if resp.PrincipalID != "u1" {
 					t.Errorf("principalId = %q", resp.PrincipalID)

@@ -77,6 +77,12 @@ func TestAuthorizerContext(t *testing.T) {
 	}{
 		{"complete", full, auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read", "issues:write"}}, false},
 		{"no scopes is no scopes", map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1"}, auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{}}, false},
+		{"oauth client", map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read", "client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata"},
+			auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read"}, ClientID: "https://claude.ai/oauth/mcp-oauth-client-metadata"}, false},
+		{"personal token", map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read", "client_id": ""},
+			auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read"}}, false},
+		{"non-string client id is none", map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "client_id": 7},
+			auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{}}, false},
 		{"no authorizer", nil, auth.Principal{}, true},
 		{"missing workspace", map[string]any{"user_id": "u1", "token_id": "tok_1", "scopes": "issues:read"}, auth.Principal{}, true},
 		{"non-string values", map[string]any{"workspace_id": 1, "user_id": "u1", "token_id": "tok_1"}, auth.Principal{}, true},
@@ -93,7 +99,7 @@ func TestAuthorizerContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.WorkspaceID != tt.want.WorkspaceID || p.UserID != tt.want.UserID || p.TokenID != tt.want.TokenID ||
+			if p.WorkspaceID != tt.want.WorkspaceID || p.UserID != tt.want.UserID || p.TokenID != tt.want.TokenID || p.ClientID != tt.want.ClientID ||
 				!slices.Equal(p.Scopes, tt.want.Scopes) && !(len(p.Scopes) == 0 && len(tt.want.Scopes) == 0) {
 				t.Errorf("principal = %+v, want %+v", p, tt.want)
 			}

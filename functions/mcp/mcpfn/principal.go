@@ -29,6 +29,9 @@ func (AuthorizerContext) Principal(r *http.Request) (auth.Principal, error) {
 		UserID:      str(rc.Authorizer[authorizerfn.CtxUserID]),
 		TokenID:     str(rc.Authorizer[authorizerfn.CtxTokenID]),
 		Scopes:      auth.ParseScopes(str(rc.Authorizer[authorizerfn.CtxScopes])),
+		// Absent (an authorizer answer cached from before OAuth) is "", which is
+		// what it meant then: a personal token.
+		ClientID: str(rc.Authorizer[authorizerfn.CtxClientID]),
 	}
 	if p.WorkspaceID == "" || p.UserID == "" || p.TokenID == "" {
 		return auth.Principal{}, missing()
