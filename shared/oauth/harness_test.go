@@ -51,7 +51,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // memSink keeps every audit record; fail makes writes fail.
 type memSink struct {
-	mu   sync.Mutex
+	mu      sync.Mutex
 	recs    []audit.Record
 	invalid []error
 	fail    bool
