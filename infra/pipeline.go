@@ -151,7 +151,7 @@ func (p *pipeline) addGlue(scope constructs.Construct, cfg config.Config, cols [
 	p.table = awsglue.NewS3Table(scope, jsii.String("AuditTable"), &awsglue.S3TableProps{
 		Database:    p.database,
 		TableName:   jsii.String(AuditTableName),
-		Description: jsii.String("One row per audited tool call (shared/audit.Record)"),
+		Description: jsii.String("One row per audit event, tool call or authorization (shared/audit.Record)"),
 		Columns:     &columns,
 		PartitionKeys: &[]*awsglue.Column{
 			{Name: jsii.String("dt"), Type: awsglue.Schema_STRING()},

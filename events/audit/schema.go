@@ -61,15 +61,54 @@ func ValidateRecord(r audit.Record) error {
 	return Validate(line)
 }
 
-// Properties returns the names of the schema's properties in column order (the
-// order of the schema's "required" list, which names every property, in the order of
-// audit.Record's fields). They are the columns of the audit table.
+// Properties returns the names of the schema's properties in column order: the
+// order in which "properties" lists them, which is the order of audit.Record's
+// fields. They are the columns of the audit table. (The "required" list no longer
+// names every column: the fields 1.1 added are required of 1.1 records only.)
 func Properties() ([]string, error) {
-	var s struct {
-		Required []string `json:"required"`
+	dec := json.NewDecoder(bytes.NewReader(Schema))
+	if err := enterObject(dec); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(Schema, &s); err != nil {
-		return nil, fmt.Errorf("audit schema: %w", err)
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("audit schema: %w", err)
+		}
+		if key != "properties" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, fmt.Errorf("audit schema: %w", err)
+			}
+			continue
+		}
+		if err := enterObject(dec); err != nil {
+			return nil, err
+		}
+		var names []string
+		for dec.More() {
+			name, err := dec.Token()
+			if err != nil {
+				return nil, fmt.Errorf("audit schema: %w", err)
+			}
+			names = append(names, name.(string)) // an object key is always a string
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, fmt.Errorf("audit schema: %w", err)
+			}
+		}
+		return names, nil
 	}
-	return s.Required, nil
+	return nil, fmt.Errorf("audit schema: no properties")
+}
+
+func enterObject(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("audit schema: %w", err)
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("audit schema: %v where an object was expected", tok)
+	}
+	return nil
 }

@@ -34,6 +34,7 @@ func TestExamplesValidate(t *testing.T) {
 	if len(paths) < 3 {
 		t.Fatalf("only %d examples", len(paths))
 	}
+	kinds := map[string]bool{}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			b, err := os.ReadFile(p)
@@ -53,7 +54,34 @@ func TestExamplesValidate(t *testing.T) {
 				t.Fatalf("decode: %v", err)
 			}
 			checkULIDTime(t, r)
+			kinds[r.EventVersion+" "+r.EventType] = true
+			if r.EventVersion == audit.EventVersion10 {
+				// The rule for records written before 1.1: a tool call, of a
+				// personal token, naming no action.
+				if r.EventType != audit.EventToolCall || r.ClientID != "" || r.Action != "" {
+					t.Errorf("1.0 record decoded as event_type %q, client_id %q, action %q", r.EventType, r.ClientID, r.Action)
+				}
+				return
+			}
+			// A current example is exactly what the encoder writes: same fields,
+			// same order.
+			again, err := audit.MarshalLine(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(bytes.TrimSuffix(again, []byte("\n")), line.Bytes()) {
+				t.Errorf("example is not in the encoder's form\n got %s\nwant %s", line.Bytes(), again)
+			}
 		})
+	}
+	for _, k := range []string{
+		audit.EventVersion10 + " " + audit.EventToolCall,
+		audit.EventVersion + " " + audit.EventToolCall,
+		audit.EventVersion + " " + audit.EventAuthorization,
+	} {
+		if !kinds[k] {
+			t.Errorf("no example of version and event type %q", k)
+		}
 	}
 }
 
@@ -174,6 +202,10 @@ func TestSinkRecordsValidate(t *testing.T) {
 		audittest.Record(ts),
 		audittest.Record(ts, func(r *audit.Record) { r.ScopesProvided, r.ScopesRequired = nil, nil }),
 		audittest.Record(ts, func(r *audit.Record) { r.Transport, r.ArgsSHA256 = audit.TransportREST, "" }),
+		audittest.Record(ts, audittest.Client("https://claude.ai/oauth/mcp-client-metadata")),
+	}
+	for _, a := range audit.Actions {
+		recs = append(recs, audittest.Record(ts, audittest.Authorization(a), audittest.Client("c_1")))
 	}
 	for _, c := range apperr.Codes {
 		recs = append(recs, audittest.Record(ts, func(r *audit.Record) {
@@ -246,6 +278,25 @@ func TestSchemaRejects(t *testing.T) {
 		{"null scopes", edit(func(m map[string]any) { m["scopes_provided"] = nil })},
 		{"bool as string", edit(func(m map[string]any) { m["confirm_present"] = "true" })},
 		{"other version", edit(func(m map[string]any) { m["event_version"] = "2.0" })},
+		{"1.1 without event_type", edit(func(m map[string]any) { delete(m, "event_type") })},
+		{"1.1 without client_id", edit(func(m map[string]any) { delete(m, "client_id") })},
+		{"1.1 without action", edit(func(m map[string]any) { delete(m, "action") })},
+		{"unknown event_type", edit(func(m map[string]any) { m["event_type"] = "login" })},
+		{"empty event_type", edit(func(m map[string]any) { m["event_type"] = "" })},
+		{"tool call with an action", edit(func(m map[string]any) { m["action"] = "token_issued" })},
+		{"authorization without action", edit(func(m map[string]any) { m["event_type"] = "authorization" })},
+		{"authorization with no action field", edit(func(m map[string]any) {
+			m["event_type"] = "authorization"
+			delete(m, "action")
+		})},
+		{"unknown action", edit(func(m map[string]any) { m["event_type"], m["action"] = "authorization", "logged_in" })},
+		{"null client_id", edit(func(m map[string]any) { m["client_id"] = nil })},
+		{"1.0 with an action", edit(func(m map[string]any) {
+			m["event_version"] = "1.0"
+			delete(m, "event_type")
+			delete(m, "client_id")
+			m["action"] = "consent_granted"
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,6 +304,124 @@ func TestSchemaRejects(t *testing.T) {
 				t.Fatalf("schema accepted %s", tt.doc)
 			}
 		})
+	}
+
+	accepted := []struct {
+		name string
+		doc  []byte
+	}{
+		{"1.0 record without the 1.1 fields", edit(func(m map[string]any) {
+			m["event_version"] = "1.0"
+			delete(m, "client_id")
+			delete(m, "event_type")
+			delete(m, "action")
+		})},
+		{"oauth client's tool call", edit(func(m map[string]any) { m["client_id"] = "https://claude.ai/oauth/mcp-client-metadata" })},
+		{"authorization event", edit(func(m map[string]any) {
+			m["event_type"], m["action"], m["transport"], m["tool"] = "authorization", "consent_granted", "oauth", ""
+		})},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := schema.Validate(tt.doc); err != nil {
+				t.Fatalf("schema rejected %s: %v", tt.doc, err)
+			}
+		})
+	}
+}
+
+// TestSchemaVersions: the schema's versions are the one written now and 1.0, and it
+// requires the 1.1 fields exactly of 1.1 records: the 1.0 columns unconditionally,
+// the three 1.1 added under the version condition.
+func TestSchemaVersions(t *testing.T) {
+	var doc struct {
+		Required   []string `json:"required"`
+		Properties struct {
+			EventVersion struct {
+				Enum []string `json:"enum"`
+			} `json:"event_version"`
+		} `json:"properties"`
+		AllOf []struct {
+			If struct {
+				Properties struct {
+					EventVersion struct {
+						Const string `json:"const"`
+					} `json:"event_version"`
+				} `json:"properties"`
+			} `json:"if"`
+			Then struct {
+				Required []string `json:"required"`
+			} `json:"then"`
+		} `json:"allOf"`
+	}
+	if err := json.Unmarshal(schema.Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{audit.EventVersion10, audit.EventVersion}; !slices.Equal(doc.Properties.EventVersion.Enum, want) {
+		t.Errorf("event_version enum %v, want %v", doc.Properties.EventVersion.Enum, want)
+	}
+	props, err := schema.Properties()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := []string{"client_id", "event_type", "action"}
+	var conditional []string
+	for _, a := range doc.AllOf {
+		if a.If.Properties.EventVersion.Const == audit.EventVersion {
+			conditional = append(conditional, a.Then.Required...)
+		}
+	}
+	if !slices.Equal(conditional, added) {
+		t.Errorf("required of %s records: %v, want %v", audit.EventVersion, conditional, added)
+	}
+	if want := slices.DeleteFunc(slices.Clone(props), func(p string) bool { return slices.Contains(added, p) }); !slices.Equal(doc.Required, want) {
+		t.Errorf("required %v\nwant     %v (every 1.0 column)", doc.Required, want)
+	}
+}
+
+// TestEventEnumsAreTheConstants keeps the schema's event_type, action and transport
+// enums equal to the Go constants the writers use.
+func TestEventEnumsAreTheConstants(t *testing.T) {
+	var doc struct {
+		Properties map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(schema.Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"event_type": {audit.EventToolCall, audit.EventAuthorization},
+		"action":     append([]string{""}, audit.Actions...),
+		"transport":  {audit.TransportMCP, audit.TransportREST, audit.TransportOAuth},
+	} {
+		if got := doc.Properties[name].Enum; !slices.Equal(got, want) {
+			t.Errorf("%s enum %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestGoValidateAgreesWithSchema: the Go check a sink runs and the schema agree on
+// the event fields, for every event type and action and the edge cases between them.
+func TestGoValidateAgreesWithSchema(t *testing.T) {
+	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
+	var recs []audit.Record
+	for _, et := range []string{"", audit.EventToolCall, audit.EventAuthorization, "other"} {
+		for _, action := range append([]string{"", "other"}, audit.Actions...) {
+			for _, tr := range []string{audit.TransportMCP, audit.TransportOAuth, "grpc"} {
+				recs = append(recs, audittest.Record(ts, func(r *audit.Record) {
+					r.EventType, r.Action, r.Transport, r.ClientID = et, action, tr, "client-1"
+				}))
+			}
+		}
+	}
+	for _, r := range recs {
+		goErr := r.Validate()
+		schemaErr := schema.ValidateRecord(r)
+		if (goErr == nil) != (schemaErr == nil) {
+			t.Errorf("event_type %q action %q transport %q: Validate %v, schema %v",
+				r.EventType, r.Action, r.Transport, goErr, schemaErr)
+		}
 	}
 }
 
@@ -285,6 +454,7 @@ func TestSpecExampleGolden(t *testing.T) {
 		ProtocolVersion: "2025-11-25",
 		ArgsSHA256:      hex.EncodeToString(sum[:]),
 		Transport:       audit.TransportMCP,
+		EventType:       audit.EventToolCall,
 	}
 	checkULIDTime(t, rec)
 	line, err := audit.MarshalLine(rec)

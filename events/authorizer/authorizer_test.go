@@ -80,9 +80,20 @@ func TestSampleEvents(t *testing.T) {
 		g.Audit = capture.Take()
 		t.Run(name, func(t *testing.T) {
 			if strings.Contains(name, "-valid") {
-				// valid*: an Allow for the whole API, no record.
+				// valid*: an Allow for the whole API, no record, and the token's
+				// expiry for the function to hold a cached answer to.
 				if g.Error != "" || len(g.Audit) != 0 {
 					t.Errorf("valid token refused: %s, %d records", g.Error, len(g.Audit))
+				}
+				var resp struct {
+					Context map[string]any `json:"context"`
+				}
+				if err := json.Unmarshal(g.Response, &resp); err != nil {
+					t.Fatal(err)
+				}
+				exp, ok := resp.Context[authorizerfn.CtxExpiresAt].(string)
+				if sec, err := strconv.ParseInt(exp, 10, 64); !ok || err != nil || sec <= time.Now().Unix() {
+					t.Errorf("context expires_at = %v, want the token's expiry in Unix seconds", resp.Context[authorizerfn.CtxExpiresAt])
 				}
 			} else if g.Error != "Unauthorized" || len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
 				t.Errorf("want Unauthorized and one invalid_token record, got %q and %+v", g.Error, g.Audit)

@@ -4,6 +4,8 @@
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
 -- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+-- Tool calls only: authorization events (event_type 'authorization') share the
+-- table; records of version 1.0 have no event_type (NULL) and are tool calls.
 -- Thresholds: 10 denials in the last hour keeps a few fat-fingered calls quiet; 3x the
 -- token's own hourly average over the previous 24 hours keeps a token that is always
 -- noisy (a misconfigured integration) from alerting every hour. A token with no
@@ -12,6 +14,7 @@ WITH denied AS (
     SELECT DISTINCT event_id, token_id, workspace_id, from_iso8601_timestamp("timestamp") AS ts
     FROM audit_log
     WHERE outcome = 'denied' AND token_id <> ''
+      AND coalesce(event_type, 'tool_call') = 'tool_call'
       AND dt >= date_format(current_timestamp - INTERVAL '25' HOUR, '%Y-%m-%d')
 ),
 per_token AS (

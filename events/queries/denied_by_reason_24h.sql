@@ -4,10 +4,13 @@
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
 -- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+-- Tool calls only: authorization events (event_type 'authorization') share the
+-- table; records of version 1.0 have no event_type (NULL) and are tool calls.
 WITH denied AS (
     SELECT DISTINCT event_id, reason, token_id, workspace_id
     FROM audit_log
     WHERE outcome = 'denied'
+      AND coalesce(event_type, 'tool_call') = 'tool_call'
       AND dt >= date_format(current_timestamp - INTERVAL '1' DAY, '%Y-%m-%d')
       AND from_iso8601_timestamp("timestamp") >= current_timestamp - INTERVAL '1' DAY
 )

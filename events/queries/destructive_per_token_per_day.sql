@@ -4,10 +4,13 @@
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
 -- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+-- Tool calls only: authorization events (event_type 'authorization') share the
+-- table; records of version 1.0 have no event_type (NULL) and are tool calls.
 WITH destructive AS (
     SELECT DISTINCT event_id, substr("timestamp", 1, 10) AS call_date, workspace_id, token_id, outcome
     FROM audit_log
     WHERE destructive
+      AND coalesce(event_type, 'tool_call') = 'tool_call'
       AND dt >= date_format(current_timestamp - INTERVAL '30' DAY, '%Y-%m-%d')
 )
 SELECT

@@ -4,6 +4,8 @@
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
 -- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
+-- Tool calls only: authorization events (event_type 'authorization') share the
+-- table; records of version 1.0 have no event_type (NULL) and are tool calls.
 SELECT DISTINCT
     "timestamp",
     event_id,
@@ -19,5 +21,6 @@ SELECT DISTINCT
 FROM audit_log
 WHERE destructive
   AND NOT confirm_present
+  AND coalesce(event_type, 'tool_call') = 'tool_call'
   AND dt >= date_format(current_timestamp - INTERVAL '7' DAY, '%Y-%m-%d')
 ORDER BY "timestamp" DESC, event_id

@@ -1,6 +1,8 @@
 package queries
 
 import (
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -8,8 +10,8 @@ import (
 
 func TestSavedQueriesLoad(t *testing.T) {
 	want := []string{
-		"denial_spike_tokens", "denied_by_reason_24h", "destructive_per_token_per_day",
-		"destructive_without_confirm", "top_tools_per_workspace_per_day",
+		"denial_spike_tokens", "denied_by_reason_24h", "destructive_calls_by_client",
+		"destructive_per_token_per_day", "destructive_without_confirm", "top_tools_per_workspace_per_day",
 	}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
@@ -29,6 +31,31 @@ func TestSavedQueriesLoad(t *testing.T) {
 	for _, bad := range []string{"", "nope", "../queries", "denied_by_reason_24h.sql", "sub/denied_by_reason_24h"} {
 		if _, err := Get(bad); err == nil {
 			t.Errorf("Get(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestReadmeListsEverySavedQuery keeps the README's table of saved queries (in its
+// audit log section, and in docs/README-sections.md) equal to the files here.
+func TestReadmeListsEverySavedQuery(t *testing.T) {
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| ")
+	for _, path := range []string{"../../README.md", "../../docs/README-sections.md"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, table, ok := strings.Cut(string(b), "| saved query | what it answers |")
+		if !ok {
+			t.Errorf("%s has no saved query table", path)
+			continue
+		}
+		table, _, _ = strings.Cut(table, "\n\n")
+		var listed []string
+		for _, m := range row.FindAllStringSubmatch(table, -1) {
+			listed = append(listed, m[1])
+		}
+		if !slices.Equal(listed, Names()) {
+			t.Errorf("%s lists saved queries %v, want %v (in name order)", path, listed, Names())
 		}
 	}
 }

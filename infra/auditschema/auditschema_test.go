@@ -29,6 +29,15 @@ func TestColumnsFollowTheRecord(t *testing.T) {
 	if cols[0].Name != "event_id" {
 		t.Errorf("first column %s: the order must be the struct's", cols[0].Name)
 	}
+	// Event version 1.1 appended its columns after the 1.0 ones: an additive change
+	// to the table, which reads the 1.0 Parquet files (without them) as NULL.
+	var last []Column
+	if len(cols) >= 3 {
+		last = cols[len(cols)-3:]
+	}
+	if want := []Column{{"client_id", TypeString}, {"event_type", TypeString}, {"action", TypeString}}; !slices.Equal(last, want) {
+		t.Errorf("last columns %v, want %v", last, want)
+	}
 }
 
 func TestColumnsOfRejects(t *testing.T) {

@@ -1,15 +1,25 @@
-// Package audit defines the audit record of a tool call and where records go.
+// Package audit defines the audit record of a tool call or an authorization event,
+// and where records go.
 //
 // Exactly one Record is written for every tool invocation (tools/call or
 // POST /tools/{name}), allowed or denied, and for every request turned away for its
-// token. The record is delivered before the response is returned. Raw arguments are
-// never recorded: only their SHA-256 (they may hold personal data).
+// token; these are EventToolCall records. The authorization server writes
+// EventAuthorization records (consent, tokens, revocations, registrations) to the
+// same log. The record is delivered before the response is returned. Raw arguments
+// are never recorded: only their SHA-256 (they may hold personal data).
 package audit
 
 import "context"
 
-// EventVersion is the schema version of Record.
-const EventVersion = "1.0"
+// EventVersion is the schema version of the records written now.
+//
+// 1.1 added client_id, event_type and action. Version 1.0 records, which lack them,
+// are still read everywhere: a 1.0 record is a tool call of a personal token (see
+// Normalize), and the query views read its missing columns as NULL.
+const EventVersion = "1.1"
+
+// EventVersion10 is the first schema version, before the authorization server.
+const EventVersion10 = "1.0"
 
 // Record is one audit event. Field names are the wire (and Athena column) names; the
 // spec's own fields keep the spec's names. The JSON Schema is events/audit/record.schema.json.
@@ -66,6 +76,12 @@ const (
 	ActionGrantRevoked         = "grant_revoked"
 	ActionClientRegistered     = "client_registered"
 )
+
+// Actions lists every authorization action, in the order of the schema's enum.
+var Actions = []string{
+	ActionConsentGranted, ActionConsentDenied, ActionTokenIssued, ActionTokenRefreshed,
+	ActionRefreshReuseDetected, ActionGrantRevoked, ActionClientRegistered,
+}
 
 // Sink delivers records. Write returns only when the record is durable enough that
 // the response may be sent (file appended, stream acknowledged, or fallback written).

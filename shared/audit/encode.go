@@ -136,8 +136,12 @@ func isSHA256OrEmpty(s string) bool {
 
 // Validate reports the first way r breaks the record schema that code relies on:
 // an event id that is not a ULID, a timestamp the partitioner cannot read, an unknown
-// outcome or transport, a malformed args digest. The JSON Schema in events/audit is
-// the full contract; this is the part a sink must check before it files a record.
+// outcome, transport or event type, an action that does not fit the event type, a
+// malformed args digest. The JSON Schema in events/audit is the full contract; this
+// is the part a sink must check before it files a record.
+//
+// Validate checks records as written now: event_type is required. Decoders apply
+// Normalize first, which gives a version 1.0 record its implied event type.
 func (r Record) Validate() error {
 	switch {
 	case !isULID(r.EventID):
@@ -148,8 +152,14 @@ func (r Record) Validate() error {
 		return fmt.Errorf("audit: outcome %q is not success, denied or error", r.Outcome)
 	case r.Reason != "" && !slices.Contains(apperr.Codes, apperr.Code(r.Reason)):
 		return fmt.Errorf("audit: reason %q is not an error code", r.Reason)
-	case r.Transport != TransportMCP && r.Transport != TransportREST:
-		return fmt.Errorf("audit: transport %q is not mcp or rest", r.Transport)
+	case r.Transport != TransportMCP && r.Transport != TransportREST && r.Transport != TransportOAuth:
+		return fmt.Errorf("audit: transport %q is not mcp, rest or oauth", r.Transport)
+	case r.EventType == EventToolCall && r.Action != "":
+		return fmt.Errorf("audit: a tool_call record has action %q", r.Action)
+	case r.EventType == EventAuthorization && !slices.Contains(Actions, r.Action):
+		return fmt.Errorf("audit: action %q is not an authorization action", r.Action)
+	case r.EventType != EventToolCall && r.EventType != EventAuthorization:
+		return fmt.Errorf("audit: event_type %q is not tool_call or authorization", r.EventType)
 	case !isSHA256OrEmpty(r.ArgsSHA256):
 		return fmt.Errorf("audit: args_sha256 %q is not a lowercase hex SHA-256", r.ArgsSHA256)
 	case r.DurationMS < 0:
@@ -189,14 +199,31 @@ func UnmarshalLine(line []byte) (Record, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Record{}, errors.New("audit: decode record: trailing data after the record")
 	}
+	r = Normalize(r)
 	if err := r.Validate(); err != nil {
 		return Record{}, err
 	}
+	return r, nil
+}
+
+// Normalize returns r as every reader should see it, whatever wrote it: nil arrays
+// as empty ones, and the fields a version 1.0 record lacks filled with what they
+// meant then. Every 1.0 record is a tool call (the authorization server came with
+// 1.1), so an empty event_type becomes EventToolCall; its client_id and action stay
+// "", which is what a personal token's tool call carries. event_version is kept: it
+// says which writer the record came from.
+//
+// Records of later versions are left alone, so a writer that forgets event_type
+// fails Validate instead of being silently classified.
+func Normalize(r Record) Record {
 	if r.ScopesProvided == nil {
 		r.ScopesProvided = []string{}
 	}
 	if r.ScopesRequired == nil {
 		r.ScopesRequired = []string{}
 	}
-	return r, nil
+	if r.EventVersion == EventVersion10 && r.EventType == "" {
+		r.EventType = EventToolCall
+	}
+	return r
 }

@@ -163,6 +163,17 @@ func TestUnmarshalLineRejects(t *testing.T) {
 		"bad reason":       strings.Replace(body, `"reason":""`, `"reason":"nope"`, 1),
 		"bad timestamp":    strings.Replace(body, ".000Z", "Z", 1),
 		"truncated":        body[:len(body)/2],
+		"bad transport":    strings.Replace(body, `"transport":"mcp"`, `"transport":"grpc"`, 1),
+		// A 1.1 writer must say what the record is; only 1.0 records imply it.
+		"1.1 without event_type": strings.Replace(body, `,"event_type":"tool_call"`, ``, 1),
+		"empty event_type":       strings.Replace(body, `"event_type":"tool_call"`, `"event_type":""`, 1),
+		"unknown event_type":     strings.Replace(body, `"event_type":"tool_call"`, `"event_type":"login"`, 1),
+		"tool call with action":  strings.Replace(body, `"action":""`, `"action":"token_issued"`, 1),
+		"authorization without action": strings.Replace(body, `"event_type":"tool_call"`,
+			`"event_type":"authorization"`, 1),
+		"unknown action": strings.Replace(strings.Replace(body, `"event_type":"tool_call"`,
+			`"event_type":"authorization"`, 1), `"action":""`, `"action":"logged_in"`, 1),
+		"1.0 with an action": legacyLine + `,"action":"consent_granted"}`,
 	}
 	for name, line := range tests {
 		if _, err := audit.UnmarshalLine([]byte(line)); err == nil {
@@ -171,9 +182,83 @@ func TestUnmarshalLineRejects(t *testing.T) {
 	}
 }
 
+// legacyLine is a version 1.0 record as the 1.0 encoder wrote it (the spec's
+// example), without its closing brace: no client_id, event_type or action.
+const legacyLine = `{"event_id":"01JYC45F604AFAE8ATNFBXZBSG","event_version":"1.0","timestamp":"2025-06-22T15:30:00.000Z",` +
+	`"tool":"delete_issue","outcome":"denied","reason":"destructive_flag_missing","scopes_provided":["issues:write"],` +
+	`"scopes_required":["issues:write"],"workspace_id":"demo","user_id":"dev","token_id":"tok_spec_example",` +
+	`"read_only":false,"destructive":true,"confirm_present":false,"resource_id":"550e8400-e29b-41d4-a716-446655440000",` +
+	`"idempotency_key":"","idempotent_replay":false,"request_id":"","jsonrpc_id":"1","client_name":"","client_version":"",` +
+	`"protocol_version":"2025-11-25","user_agent":"","source_ip":"",` +
+	`"args_sha256":"5bf39f2c20280c775cace0f9fe635fe0e99a3c0c925ee278b54e0ea70e28b509","duration_ms":0,"transport":"mcp"`
+
+// TestUnmarshalLegacyLine: a 1.0 line decodes as the tool call it was, of a personal
+// token, and keeps its version.
+func TestUnmarshalLegacyLine(t *testing.T) {
+	for name, line := range map[string]string{
+		"as written":              legacyLine + "}\n",
+		"with explicit tool_call": legacyLine + `,"event_type":"tool_call","client_id":""}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := audit.UnmarshalLine([]byte(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.EventVersion != audit.EventVersion10 || r.EventType != audit.EventToolCall || r.ClientID != "" || r.Action != "" {
+				t.Errorf("decoded version %q event_type %q client_id %q action %q", r.EventVersion, r.EventType, r.ClientID, r.Action)
+			}
+			if r.Tool != "delete_issue" || r.Reason != "destructive_flag_missing" || !r.Destructive {
+				t.Errorf("1.0 fields lost: %+v", r)
+			}
+		})
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		in            audit.Record
+		wantEventType string
+	}{
+		{"1.0 without event_type is a tool call", audittest.Record(ts, func(r *audit.Record) {
+			r.EventVersion, r.EventType = audit.EventVersion10, ""
+		}), audit.EventToolCall},
+		{"1.0 keeps an explicit event_type", audittest.Record(ts, audittest.Authorization(audit.ActionTokenIssued), func(r *audit.Record) {
+			r.EventVersion = audit.EventVersion10
+		}), audit.EventAuthorization},
+		{"1.1 without event_type stays empty (and fails Validate)", audittest.Record(ts, func(r *audit.Record) {
+			r.EventType = ""
+		}), ""},
+		{"nil arrays", audittest.Record(ts, func(r *audit.Record) { r.ScopesProvided, r.ScopesRequired = nil, nil }),
+			audit.EventToolCall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := audit.Normalize(tt.in)
+			if got.EventType != tt.wantEventType {
+				t.Errorf("event_type %q, want %q", got.EventType, tt.wantEventType)
+			}
+			if got.ScopesProvided == nil || got.ScopesRequired == nil {
+				t.Error("nil arrays kept")
+			}
+			if got.EventVersion != tt.in.EventVersion {
+				t.Errorf("event_version changed to %q", got.EventVersion)
+			}
+			if (got.Validate() == nil) != (tt.wantEventType != "") {
+				t.Errorf("Validate() = %v", got.Validate())
+			}
+		})
+	}
+}
+
 func FuzzUnmarshalLine(f *testing.F) {
 	good, _ := audit.MarshalLine(audittest.Record(time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)))
 	f.Add(good)
+	f.Add([]byte(legacyLine + "}"))
+	authz, _ := audit.MarshalLine(audittest.Record(time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC),
+		audittest.Authorization(audit.ActionRefreshReuseDetected), audittest.Client("https://c.example/m")))
+	f.Add(authz)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(`{"event_id":null}`))
 	f.Add([]byte(`{}`))

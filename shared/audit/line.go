@@ -80,6 +80,12 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = strconv.AppendInt(dst, r.DurationMS, 10)
 	dst = append(dst, `,"transport":`...)
 	dst = jsonstr.Append(dst, r.Transport)
+	dst = append(dst, `,"client_id":`...)
+	dst = jsonstr.Append(dst, r.ClientID)
+	dst = append(dst, `,"event_type":`...)
+	dst = jsonstr.Append(dst, r.EventType)
+	dst = append(dst, `,"action":`...)
+	dst = jsonstr.Append(dst, r.Action)
 	return append(dst, "}\n"...)
 }
 
@@ -97,7 +103,8 @@ func lineSize(r *Record) int {
 		len(r.TokenID) + len(r.ResourceID) + len(r.IdempotencyKey) + len(r.RequestID) +
 		len(r.JSONRPCID) + len(r.ClientName) + len(r.ClientVersion) +
 		len(r.ProtocolVersion) + len(r.UserAgent) + len(r.SourceIP) +
-		len(r.ArgsSHA256) + len(r.Transport)
+		len(r.ArgsSHA256) + len(r.Transport) + len(r.ClientID) + len(r.EventType) +
+		len(r.Action)
 	for _, s := range r.ScopesProvided {
 		n += len(s) + len(`"",`)
 	}

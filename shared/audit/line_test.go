@@ -67,6 +67,9 @@ func TestAppendLineMatchesJSON(t *testing.T) {
 		{"zero record", audit.Record{}},
 		{"typical", audittest.Record(ts)},
 		{"every field distinct", distinctFields()},
+		{"authorization event", audittest.Record(ts, audittest.Authorization(audit.ActionConsentGranted),
+			audittest.Client("https://claude.ai/oauth/mcp-oauth-client-metadata"))},
+		{"oauth client id needing escapes", audittest.Record(ts, audittest.Client("https://c.example/<m>?a=1&b=\u2028"))},
 		{"denied with empty scopes", audittest.Record(ts, audittest.Denied("insufficient_scope"), func(r *audit.Record) {
 			r.ScopesProvided, r.ScopesRequired = []string{}, nil
 		})},

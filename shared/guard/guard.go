@@ -41,6 +41,12 @@ const idempotencyKeyArg = "idempotency_key"
 // stay well under 1 KB.
 const maxAuditText = 128
 
+// maxClientID bounds the OAuth client id copied into a record. Client ids are
+// chosen by the server (registrations) or are the URL of a client's metadata
+// document, which real clients keep short; 256 bytes leaves the other fields room
+// under the 1 KB line.
+const maxClientID = 256
+
 // Config wires a Guard.
 type Config struct {
 	Catalog *catalog.Catalog
@@ -246,11 +252,16 @@ func (g *Guard) newCall(req Request) *call {
 		UserAgent:       truncate(req.UserAgent, maxAuditText),
 		SourceIP:        truncate(req.SourceIP, maxAuditText),
 		Transport:       req.Transport,
+		EventType:       audit.EventToolCall,
 	}
 	if p := req.Principal; p != nil {
 		c.rec.WorkspaceID = p.WorkspaceID
 		c.rec.UserID = p.UserID
 		c.rec.TokenID = p.TokenID
+		// Which connector made the call ("" for a personal token). It names who, so
+		// fitRecord never cuts it; the bound here only keeps one absurd client id
+		// from taking the whole line.
+		c.rec.ClientID = truncate(p.ClientID, maxClientID)
 		if len(p.Scopes) > 0 {
 			// One exact-size copy, sorted in place (slices.Sorted grows its result
 			// through several allocations). A copy, because the record outlives the

@@ -444,6 +444,9 @@ func TestAuditRecordFields(t *testing.T) {
 		{"source_ip", r.SourceIP, "127.0.0.1"},
 		{"transport", r.Transport, "mcp"},
 		{"event_version", r.EventVersion, audit.EventVersion},
+		{"event_type", r.EventType, audit.EventToolCall},
+		{"action", r.Action, ""},
+		{"client_id", r.ClientID, ""}, // a personal token
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -465,6 +468,61 @@ func TestAuditRecordFields(t *testing.T) {
 	anon := e.call(t, nil, "delete_issue", `{"issue_id":"x"}`)
 	if anon.Record.WorkspaceID != "" || anon.Record.UserID != "" || anon.Record.TokenID != "" || anon.Record.Tool != "delete_issue" || anon.Record.Reason != "invalid_token" {
 		t.Errorf("anonymous record: %+v", anon.Record)
+	}
+	if anon.Record.EventType != audit.EventToolCall || anon.Record.ClientID != "" || anon.Record.Action != "" {
+		t.Errorf("anonymous record: event_type %q client_id %q action %q", anon.Record.EventType, anon.Record.ClientID, anon.Record.Action)
+	}
+}
+
+// TestAuditRecordClientID: a call with an OAuth access token records the client the
+// token was issued to, for allowed and denied calls alike, and keeps the principal's
+// other fields; a personal token's call records "".
+func TestAuditRecordClientID(t *testing.T) {
+	e := newEnv(t, nil)
+	const client = "https://claude.ai/oauth/mcp-oauth-client-metadata"
+	oauth := func(scopes ...string) *auth.Principal {
+		p := gt.Principal(gt.WS, gt.Admin, scopes...)
+		p.ClientID = client
+		return p
+	}
+	tests := []struct {
+		name       string
+		p          *auth.Principal
+		tool, args string
+		wantReason string
+		wantClient string
+	}{
+		{"oauth read", oauth("issues:read"), "list_issues", `{}`, "", client},
+		{"oauth destructive without confirm", oauth("issues:write"), "delete_issue", `{"issue_id":"` + e.w.Issue.ID + `"}`,
+			"destructive_flag_missing", client},
+		{"oauth insufficient scope", oauth("issues:read"), "create_issue", `{"title":"t"}`, "insufficient_scope", client},
+		{"oauth unknown tool", oauth("issues:read"), "no_such_tool", `{}`, "unknown_tool", client},
+		{"personal token", gt.Principal(gt.WS, gt.Admin, "issues:read"), "list_issues", `{}`, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.call(t, tt.p, tt.tool, tt.args).Record
+			if r.Reason != tt.wantReason || r.ClientID != tt.wantClient || r.EventType != audit.EventToolCall || r.Action != "" {
+				t.Errorf("reason %q client_id %q event_type %q action %q, want %q %q tool_call \"\"",
+					r.Reason, r.ClientID, r.EventType, r.Action, tt.wantReason, tt.wantClient)
+			}
+			if r.TokenID != tt.p.TokenID || r.WorkspaceID != gt.WS {
+				t.Errorf("principal fields %+v", r)
+			}
+			if err := r.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// The sink received the same records.
+	var withClient int
+	for _, r := range e.sink.Records() {
+		if r.ClientID == client {
+			withClient++
+		}
+	}
+	if withClient != 4 {
+		t.Errorf("%d records with the client id in the sink, want 4", withClient)
 	}
 }
 

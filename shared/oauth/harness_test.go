@@ -51,9 +51,10 @@ func (c *clock) Advance(d time.Duration) {
 
 // memSink keeps every audit record; fail makes writes fail.
 type memSink struct {
-	mu   sync.Mutex
-	recs []audit.Record
-	fail bool
+	mu      sync.Mutex
+	recs    []audit.Record
+	invalid []error
+	fail    bool
 }
 
 func (m *memSink) Write(_ context.Context, r audit.Record) error {
@@ -61,6 +62,11 @@ func (m *memSink) Write(_ context.Context, r audit.Record) error {
 	defer m.mu.Unlock()
 	if m.fail {
 		return io.ErrClosedPipe
+	}
+	// What every real sink checks before it files a record.
+	if err := r.Validate(); err != nil {
+		m.invalid = append(m.invalid, err)
+		return err
 	}
 	m.recs = append(m.recs, r)
 	return nil
@@ -108,6 +114,11 @@ func newHarness(t *testing.T, mods ...option) *harness {
 	t.Helper()
 	ctx := context.Background()
 	h := &harness{t: t, clock: &clock{t: testEpoch}, sink: &memSink{}}
+	t.Cleanup(func() {
+		for _, err := range h.sink.invalid {
+			t.Errorf("the server wrote an invalid audit record: %v", err)
+		}
+	})
 	h.dbPath = filepath.Join(t.TempDir(), "oauth.db")
 	quiet := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, h.dbPath, sqlite.WithClock(h.clock.Now), sqlite.WithLogger(quiet))

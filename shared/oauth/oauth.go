@@ -13,12 +13,38 @@
 //	GET|POST /oauth/consent the person allows some scopes in one workspace: a grant
 //	                        and a 60 s code
 //	POST /oauth/token       code (and later refresh token) for an access token
+//	POST /oauth/register    Dynamic Client Registration (RFC 7591)
+//	POST /oauth/revoke      RFC 7009
+//	GET  /oauth/grants      a signed-in person's grants, each revocable
 //
-// Access tokens are opaque (aao_), rows of the existing tokens table with ClientID and
-// GrantID set, so the verifier and the Lambda authorizer accept them with no second
-// code path, and revoking one is one write the next lookup sees. A JWT would save that
-// lookup, but the lookup already happens for personal tokens, and a JWT cannot be
-// revoked before it expires.
+// Decisions:
+//
+//   - Access tokens are opaque (aao_), rows of the existing tokens table with ClientID
+//     and GrantID set, so the verifier and the Lambda authorizer accept them with no
+//     second code path, and revoking one is one write the next lookup sees. A JWT
+//     would save that lookup, but the lookup already happens for personal tokens, and
+//     a JWT cannot be revoked before it expires.
+//   - People are found by the upstream provider's verified e-mail (email_verified
+//     true), compared case-insensitively with the member records' e-mail. One
+//     person may hold accounts in several workspaces; the consent page then has a
+//     chooser, and a grant is for one workspace.
+//   - A client that asks for no scope (claude.ai) gets all seven offered: the read
+//     scopes checked, the write scopes not, so allowing without reading grants
+//     reads only.
+//   - Step-up: when the person already holds a live grant for this client in a
+//     workspace, the consent page lists its scopes as already allowed and offers
+//     only the ones being added; the new grant covers the union. The older grant is
+//     left alone: another install of the same client (one CIMD client_id serves
+//     every Claude Desktop) may be using it.
+//   - Revoking either token of a grant (RFC 7009) revokes the whole grant: both
+//     stand for one decision of the person's.
+//   - Registration is open, and rate-limited per source IP, under either client
+//     policy; under the allow-list, a registered client still cannot authorize until
+//     an admin allows its client_id. The policy is checked at the authorization and
+//     the token endpoint, so delisting a client also ends its refreshes.
+//   - Nothing is handed out unaudited: a failed audit write fails the consent, the
+//     token request or the registration, and undoes what it created. Revocations
+//     stand whatever the audit sink says.
 package oauth
 
 import (
@@ -236,25 +262,6 @@ func (s *Server) ServeOAuth(w http.ResponseWriter, r *http.Request, issuer strin
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	}
-	rq := &request{s: s, w: w, r: r, issuer: issuer}
-	type handler struct {
-		methods []string
-		fn      func(*request)
-		cors    bool // answered to browser-based clients of any origin: no cookies are involved
-	}
-	routes := map[string]handler{
-		wellKnownAS:      {[]string{http.MethodGet}, (*request).metadata, true},
-		pathAuthorize:    {[]string{http.MethodGet}, (*request).authorize, false},
-		pathSignin:       {[]string{http.MethodGet, http.MethodPost}, (*request).signin, false},
-		pathCallback:     {[]string{http.MethodGet}, (*request).callback, false},
-		pathConsent:      {[]string{http.MethodGet, http.MethodPost}, (*request).consent, false},
-		pathToken:        {[]string{http.MethodPost}, (*request).token, true},
-		pathRegister:     {[]string{http.MethodPost}, (*request).register, true},
-		pathRevoke:       {[]string{http.MethodPost}, (*request).revoke, true},
-		pathGrants:       {[]string{http.MethodGet}, (*request).grants, false},
-		pathGrantsRevoke: {[]string{http.MethodPost}, (*request).grantsRevoke, false},
-		pathStyle:        {[]string{http.MethodGet}, serveStyle, false},
-	}
 	h := routes[p]
 	if h.cors {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -271,7 +278,30 @@ func (s *Server) ServeOAuth(w http.ResponseWriter, r *http.Request, issuer strin
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: string(ErrInvalidRequest), Description: r.Method + " is not allowed on " + p + "; use " + strings.Join(h.methods, " or ")})
 		return
 	}
-	h.fn(rq)
+	h.fn(&request{s: s, w: w, r: r, issuer: issuer})
+}
+
+// endpoint is one route's methods and handler.
+type endpoint struct {
+	methods []string
+	fn      func(*request)
+	// cors: answered to browser-based clients of any origin. Only the JSON endpoints,
+	// which use no cookies, so a foreign page gains nothing it could not do itself.
+	cors bool
+}
+
+var routes = map[string]endpoint{
+	wellKnownAS:      {[]string{http.MethodGet}, (*request).metadata, true},
+	pathAuthorize:    {[]string{http.MethodGet}, (*request).authorize, false},
+	pathSignin:       {[]string{http.MethodGet, http.MethodPost}, (*request).signin, false},
+	pathCallback:     {[]string{http.MethodGet}, (*request).callback, false},
+	pathConsent:      {[]string{http.MethodGet, http.MethodPost}, (*request).consent, false},
+	pathToken:        {[]string{http.MethodPost}, (*request).token, true},
+	pathRegister:     {[]string{http.MethodPost}, (*request).register, true},
+	pathRevoke:       {[]string{http.MethodPost}, (*request).revoke, true},
+	pathGrants:       {[]string{http.MethodGet}, (*request).grants, false},
+	pathGrantsRevoke: {[]string{http.MethodPost}, (*request).grantsRevoke, false},
+	pathStyle:        {[]string{http.MethodGet}, serveStyle, false},
 }
 
 // request is one request in flight.

@@ -824,3 +824,106 @@ func TestAuditFailureIssuesNothing(t *testing.T) {
 		t.Fatalf("redeem with a failing audit sink: %d %v", status, body)
 	}
 }
+
+func TestDevSignInRefusals(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient("C")
+	b := h.browser()
+	page := b.get(b.get(h.authzURL(id, nativeRedirect)).location(t).String())
+	contains(t, page.body,
+		`<button type="submit" name="user" value="alice">alice</button>`,
+		`<button type="submit" name="user" value="bob">bob</button>`)
+	f := hidden(t, page.body)
+	f.Set("user", "bob")
+	before := h.rows()
+	for name, g := range map[string]url.Values{
+		"no CSRF token": withForm(f, "csrf", ""),
+		"forged token":  withForm(f, "csrf", randomString()),
+		"not a member":  withForm(f, "user", "mallory"),
+		"no user":       withForm(f, "user", ""),
+	} {
+		if r := b.post("/oauth/signin", g); r.status < 400 || r.header.Get("Location") != "" {
+			t.Errorf("%s: %d %q", name, r.status, r.header.Get("Location"))
+		}
+	}
+	if r := h.browser().post("/oauth/signin", f); r.status != http.StatusForbidden {
+		t.Errorf("sign-in from another browser: %d", r.status)
+	}
+	sameRows(t, before, h.rows(), "a refused sign-in")
+	if r := b.post("/oauth/signin", f); r.status != http.StatusSeeOther {
+		t.Fatalf("genuine sign-in after the refusals: %d %s", r.status, r.body)
+	}
+	if r := b.post("/oauth/signin", f); r.status != http.StatusConflict {
+		t.Fatalf("second sign-in to one request: %d", r.status)
+	}
+}
+
+// Two submissions of one consent form, or two refreshes with one refresh token, at
+// the same time: exactly one wins.
+func TestConcurrentSingleUse(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient("C")
+	b := h.browser()
+	page := b.signIn(t, h.authzURL(id, nativeRedirect, withParam("scope", "issues:read")), "bob")
+	f := hidden(t, page.body)
+	f.Set("action", "allow")
+	f.Set("scope", "issues:read")
+	const n = 8
+	codes := make(chan int, n)
+	for range n {
+		go func() { codes <- b.post("/oauth/consent", f).status }()
+	}
+	won := 0
+	for range n {
+		if <-codes == http.StatusSeeOther {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d concurrent consent POSTs succeeded, want exactly 1", won, n)
+	}
+
+	_, tok := h.redeem(id, b.authorize(t, id, nativeRedirect, "bob", "", "issues:read"), nativeRedirect)
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {str(tok, "refresh_token")}, "client_id": {id}}
+	for range n {
+		go func() {
+			status, _, _ := h.tokenCall("/oauth/token", form)
+			codes <- status
+		}()
+	}
+	won = 0
+	for range n {
+		if <-codes == http.StatusOK {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d concurrent refreshes succeeded, want exactly 1", won, n)
+	}
+}
+
+func TestEveryPageCarriesTheSecurityHeaders(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient("C")
+	b := h.browser()
+	signin := b.get(b.get(h.authzURL(id, nativeRedirect)).location(t).String())
+	for name, r := range map[string]response{
+		"sign-in":         signin,
+		"error page":      h.browser().get(h.authzURL("nobody", nativeRedirect)),
+		"unknown request": h.browser().get("/oauth/consent?request=nope"),
+	} {
+		csp := r.header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") ||
+			r.header.Get("X-Frame-Options") != "DENY" || r.header.Get("Cache-Control") != "no-store" ||
+			r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s headers: %v", name, r.header)
+		}
+		if strings.Contains(r.body, "<script") {
+			t.Errorf("%s has a script", name)
+		}
+	}
+	css := b.get("/oauth/style.css")
+	if css.status != http.StatusOK || !strings.HasPrefix(css.header.Get("Content-Type"), "text/css") {
+		t.Fatalf("style.css: %d %q", css.status, css.header.Get("Content-Type"))
+	}
+}

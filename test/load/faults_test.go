@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,7 +146,8 @@ func (e *awsEnv) invoke(t *testing.T, tool, body, reqID string, remaining time.D
 			Identity: events.APIGatewayRequestIdentity{SourceIP: "203.0.113.7"},
 			Authorizer: map[string]any{
 				"workspace_id": faultWS, "user_id": faultUser, "token_id": "tok_fault",
-				"scopes": "issues:read issues:write comments:read comments:write dashboard:read agents:write autopilot:run",
+				"scopes":     "issues:read issues:write comments:read comments:write dashboard:read agents:write autopilot:run",
+				"expires_at": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10),
 			},
 		},
 	}

@@ -133,6 +133,7 @@ func writeAuditRecords(dir string, n int, from, to time.Time) error {
 			ResourceID: fmt.Sprintf("AAC-%d", rng.IntN(5000)+1), RequestID: fmt.Sprintf("req-%d", i), JSONRPCID: fmt.Sprint(i % 1000),
 			ClientName: "bench", ClientVersion: "1.0", ProtocolVersion: "2025-11-25", UserAgent: "bench/1.0",
 			SourceIP: fmt.Sprintf("198.51.100.%d", tok), DurationMS: rng.Int64N(40), Transport: "mcp",
+			EventType: audit.EventToolCall,
 		}
 		sum := sha256.Sum256([]byte(rec.RequestID))
 		rec.ArgsSHA256 = hex.EncodeToString(sum[:])

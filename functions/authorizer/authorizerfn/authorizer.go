@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +36,12 @@ const (
 	CtxWorkspaceID = "workspace_id"
 	CtxUserID      = "user_id"
 	CtxTokenID     = "token_id"
-	CtxScopes      = "scopes" // space-separated: context values cannot be arrays
+	CtxScopes      = "scopes"    // space-separated: context values cannot be arrays
+	CtxClientID    = "client_id" // the OAuth client; "" for a personal token
+	// CtxExpiresAt is the token's expiry in Unix seconds (a decimal string, rounded
+	// down). API Gateway caches this answer per token for its TTL: the function
+	// refuses a cached answer past the token's own expiry with it.
+	CtxExpiresAt = "expires_at"
 )
 
 // Verifier checks a bearer secret (auth.Verifier does).
@@ -143,6 +149,8 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			CtxUserID:      p.UserID,
 			CtxTokenID:     p.TokenID,
 			CtxScopes:      p.ScopeString(),
+			CtxClientID:    p.ClientID,
+			CtxExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
 		},
 	}, nil
 }

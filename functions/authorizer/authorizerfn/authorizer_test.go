@@ -3,6 +3,7 @@ package authorizerfn
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -98,11 +99,20 @@ func TestHandleDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _, _ := auth.Mint()
-	p := auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read", "issues:write"}}
+	oauthTok, _, err := auth.MintWithPrefix(auth.AccessTokenPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Date(2026, 3, 1, 13, 0, 0, 999e6, time.UTC) // fractions round down
+	p := auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read", "issues:write"}, ExpiresAt: exp}
+	op := auth.Principal{WorkspaceID: "ws1", UserID: "u2", TokenID: "tok_2", Scopes: []string{"issues:read"},
+		ClientID: "https://claude.ai/oauth/mcp-oauth-client-metadata", ExpiresAt: exp.Add(time.Hour)}
 	verifier := verifierFunc(func(_ context.Context, s string) (auth.Principal, error) {
 		switch s {
 		case good:
 			return p, nil
+		case oauthTok:
+			return op, nil
 		case other:
 			return auth.Principal{}, apperr.Internal(errors.New("table down"))
 		}
@@ -118,8 +128,13 @@ func TestHandleDecisions(t *testing.T) {
 		wantAudit    apperr.Code
 		wantTokenID  string
 		wantFailures int64
+		wantContext  map[string]any // for an allowed request
 	}{
-		{name: "valid", header: "Bearer " + good},
+		{name: "valid", header: "Bearer " + good, wantContext: map[string]any{"workspace_id": "ws1", "user_id": "u1",
+			"token_id": "tok_1", "scopes": "issues:read issues:write", "client_id": "", "expires_at": "1772370000"}},
+		{name: "valid OAuth access token", header: "Bearer " + oauthTok, wantContext: map[string]any{"workspace_id": "ws1",
+			"user_id": "u2", "token_id": "tok_2", "scopes": "issues:read",
+			"client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata", "expires_at": "1772373600"}},
 		{name: "missing header", header: "", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
 		{name: "malformed", header: "Bearer nope", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
 		{name: "revoked", header: "Bearer " + unknown, wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantTokenID: "tok_revoked", wantFailures: 1},
@@ -151,13 +166,10 @@ func TestHandleDecisions(t *testing.T) {
 				if len(st) != 1 || st[0].Effect != "Allow" || st[0].Resource[0] != "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*" {
 					t.Errorf("policy = %+v", resp.PolicyDocument)
 				}
-				want := map[string]any{"workspace_id": "ws1", "user_id": "u1", "token_id": "tok_1", "scopes": "issues:read issues:write"}
-				for k, v := range want {
-					if resp.Context[k] != v {
-						t.Errorf("context[%s] = %v, want %v", k, resp.Context[k], v)
-					}
+				if !maps.Equal(resp.Context, tt.wantContext) {
+					t.Errorf("context = %v, want %v", resp.Context, tt.wantContext)
 				}
-				if resp.PrincipalID != "u1" {
+				if resp.PrincipalID != tt.wantContext["user_id"] {
 					t.Errorf("principalId = %q", resp.PrincipalID)
 				}
 			}

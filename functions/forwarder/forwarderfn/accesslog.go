@@ -138,6 +138,9 @@ func (e AccessLogEntry) Record(tools ToolLookup) (audit.Record, bool) {
 		UserAgent:      clean(e.UserAgent),
 		SourceIP:       clean(e.IP),
 		Transport:      audit.TransportREST,
+		// A request API Gateway refused for want of a token is a tool call
+		// attempt, and without a token no OAuth client is known: client_id "".
+		EventType: audit.EventToolCall,
 	}
 	if ms, err := strconv.ParseInt(strings.TrimSpace(e.ResponseLatency), 10, 64); err == nil && ms >= 0 {
 		r.DurationMS = ms

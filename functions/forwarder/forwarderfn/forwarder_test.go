@@ -10,7 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
@@ -116,7 +118,7 @@ func sampleRecord(id string) audit.Record {
 		EventID: id, EventVersion: audit.EventVersion, Timestamp: "2026-03-01T11:59:59.250Z",
 		Tool: "get_issue", Outcome: "success", ScopesProvided: []string{"issues:read"}, ScopesRequired: []string{"issues:read"},
 		WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", ReadOnly: true, RequestID: "r1", Transport: "mcp",
-		DurationMS: 12,
+		DurationMS: 12, EventType: audit.EventToolCall,
 	}
 }
 
@@ -151,6 +153,12 @@ func newForwarder(client PutRecordsAPI, stream string, emf io.Writer) *Forwarder
 func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 	stream := newStream(t)
 	orig := sampleRecord("01JN0000000000000000000001")
+	// A connector's call, and a line a function still on the 1.0 build wrote.
+	oauth := sampleRecord("01JN0000000000000000000002")
+	oauth.ClientID = "https://claude.ai/oauth/mcp-oauth-client-metadata"
+	legacy := sampleRecord("01JN0000000000000000000003")
+	legacyLine := `{"audit_fallback":true,"reason":"kinesis_unavailable","record":` +
+		strings.TrimSpace(string(audittest.LegacyLine(legacy))) + `}`
 	access401 := sampleLine(map[string]string{
 		"$context.requestId": "req-401", "$context.status": "401", "$context.resourcePath": "/tools/{name}",
 		"$context.path": "/prod/tools/list_issues", "$context.requestTimeEpoch": "1772366400500",
@@ -166,6 +174,8 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 	ev := logsEvent(t, "/aws/lambda/mcp",
 		"START RequestId: 1 Version: $LATEST",
 		fallbackLine(t, orig),
+		fallbackLine(t, oauth),
+		legacyLine,
 		`{"level":"INFO","msg":"request"}`,
 		access401,
 		accessAuthorized401,
@@ -175,18 +185,27 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := readStream(t, stream)
-	if len(recs) != 2 {
-		t.Fatalf("stream holds %d records, want 2: %+v", len(recs), recs)
+	if len(recs) != 4 {
+		t.Fatalf("stream holds %d records, want 4: %+v", len(recs), recs)
 	}
-	if got := recs[0]; got.EventID != orig.EventID || got.Tool != orig.Tool || got.Timestamp != orig.Timestamp ||
-		!slices.Equal(got.ScopesProvided, orig.ScopesProvided) || got.DurationMS != orig.DurationMS {
+	if got := recs[0]; !reflect.DeepEqual(got, orig) {
 		t.Errorf("fallback record changed on the way: %+v", got)
 	}
-	if got := recs[1]; got.RequestID != "req-401" || got.Reason != "invalid_token" || got.Tool != "list_issues" ||
-		got.SourceIP != "203.0.113.5" || got.Timestamp != "2026-03-01T12:00:00.500Z" {
+	if got := recs[1]; !reflect.DeepEqual(got, oauth) {
+		t.Errorf("connector's record changed on the way: %+v", got)
+	}
+	// The 1.0 record is forwarded as the tool call it was, still saying 1.0.
+	wantLegacy := legacy
+	wantLegacy.EventVersion = audit.EventVersion10
+	if got := recs[2]; !reflect.DeepEqual(got, wantLegacy) {
+		t.Errorf("1.0 record = %+v\nwant %+v", got, wantLegacy)
+	}
+	if got := recs[3]; got.RequestID != "req-401" || got.Reason != "invalid_token" || got.Tool != "list_issues" ||
+		got.SourceIP != "203.0.113.5" || got.Timestamp != "2026-03-01T12:00:00.500Z" ||
+		got.EventType != audit.EventToolCall || got.ClientID != "" || got.Action != "" {
 		t.Errorf("access-log record = %+v", got)
 	}
-	if !bytes.Contains(emf.Bytes(), []byte(`"ForwardedRecords":2`)) {
+	if !bytes.Contains(emf.Bytes(), []byte(`"ForwardedRecords":4`)) {
 		t.Errorf("no EMF count line: %s", emf.String())
 	}
 	// A control message (sent when a subscription is created) is acknowledged.

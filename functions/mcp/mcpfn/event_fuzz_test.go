@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -47,7 +49,8 @@ func FuzzHandleEvent(f *testing.F) {
 		ev.RequestContext.Path = fullPath
 		ev.RequestContext.HTTPMethod = method
 		if ws != "" || user != "" {
-			ev.RequestContext.Authorizer = map[string]any{"workspace_id": ws, "user_id": user, "token_id": "tok_fuzz", "scopes": scopes}
+			ev.RequestContext.Authorizer = map[string]any{"workspace_id": ws, "user_id": user, "token_id": "tok_fuzz", "scopes": scopes,
+				"expires_at": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}
 		}
 		before := len(sink.Records())
 		resp, err := fn.Handle(context.Background(), ev)

@@ -82,7 +82,7 @@ func New(cfg Config) *Function {
 	}
 	cfg.Server.Logger = log
 	cfg.Server.PublicURL = ""
-	return &Function{cfg: cfg, log: log, src: AuthorizerContext{}, adapters: map[string]*httpadapter.HandlerAdapter{}}
+	return &Function{cfg: cfg, log: log, src: AuthorizerContext{Now: cfg.Now}, adapters: map[string]*httpadapter.HandlerAdapter{}}
 }
 
 // Handle is the Lambda handler.

@@ -8,8 +8,8 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 )
 
-// Record returns a valid record of a successful get_issue call completed at ts, with
-// a fresh event id, changed by each mod in turn.
+// Record returns a valid record of a successful get_issue call of a personal token
+// completed at ts, with a fresh event id, changed by each mod in turn.
 func Record(ts time.Time, mods ...func(*audit.Record)) audit.Record {
 	r := audit.Record{
 		EventID:         audit.NewEventIDAt(ts),
@@ -34,6 +34,7 @@ func Record(ts time.Time, mods ...func(*audit.Record)) audit.Record {
 		ArgsSHA256:      "6d2b1c3f1b2b0a5e8a7b4f9f0f1d3a2c4e5f60718293a4b5c6d7e8f901234567",
 		DurationMS:      3,
 		Transport:       audit.TransportMCP,
+		EventType:       audit.EventToolCall,
 	}
 	for _, m := range mods {
 		m(&r)
@@ -80,4 +81,20 @@ func Who(workspace, token string) func(*audit.Record) {
 // Confirmed returns a mod that sets confirm_present.
 func Confirmed(v bool) func(*audit.Record) {
 	return func(r *audit.Record) { r.ConfirmPresent = v }
+}
+
+// Client returns a mod that sets the OAuth client the token was issued to ("" for a
+// personal token).
+func Client(id string) func(*audit.Record) {
+	return func(r *audit.Record) { r.ClientID = id }
+}
+
+// Authorization returns a mod that makes the record an authorization server event
+// with action (an audit.Action* constant): no tool, no tool flags, no arguments.
+func Authorization(action string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.EventType, r.Action, r.Transport = audit.EventAuthorization, action, audit.TransportOAuth
+		r.Tool, r.ReadOnly, r.Destructive, r.ConfirmPresent = "", false, false, false
+		r.ScopesRequired, r.ResourceID, r.ArgsSHA256, r.JSONRPCID = []string{}, "", "", ""
+	}
 }

@@ -118,13 +118,10 @@ func scanParquet(path string, fn func(Entry) error) error {
 	for {
 		n, err := r.Read(buf)
 		for _, pr := range buf[:n] {
-			rec := audit.Record(pr)
-			if rec.ScopesProvided == nil {
-				rec.ScopesProvided = []string{}
-			}
-			if rec.ScopesRequired == nil {
-				rec.ScopesRequired = []string{}
-			}
+			// A file compacted by a 1.0 writer has no client_id, event_type or
+			// action columns: the reader leaves them "", and Normalize makes the
+			// record the tool call it was.
+			rec := audit.Normalize(audit.Record(pr))
 			if err := fn(Entry{Path: path, Offset: row, Record: rec}); err != nil {
 				return err
 			}

@@ -478,12 +478,58 @@ func TestParseFallbackLine(t *testing.T) {
 	}
 }
 
+// TestParseFallbackLineVersions: a function still running the 1.0 build leaves lines
+// without client_id, event_type and action in the log group; the forwarder reads
+// them as the tool calls they were. An OAuth client's records and authorization
+// events come back whole; a 1.1 record that names no event type is refused.
+func TestParseFallbackLineVersions(t *testing.T) {
+	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
+	legacy := audittest.Record(ts, audittest.Tool("delete_issue"))
+	wantLegacy := legacy
+	wantLegacy.EventVersion = audit.EventVersion10
+	fallback := func(rec []byte) string {
+		return `{"audit_fallback":true,"reason":"kinesis_unavailable","record":` + string(bytes.TrimSpace(rec)) + `}`
+	}
+	written := func(r audit.Record) string {
+		var fb syncBuffer
+		if err := New(nil, "audit", WithFallback(&fb)).writeFallback(ReasonUnavailable, r); err != nil {
+			t.Fatal(err)
+		}
+		return fb.buf.String()
+	}
+	oauthCall := audittest.Record(ts, audittest.Client("https://claude.ai/oauth/mcp-oauth-client-metadata"))
+	authz := audittest.Record(ts, audittest.Authorization(audit.ActionGrantRevoked), audittest.Client("c_1"))
+	noType := audittest.Record(ts, func(r *audit.Record) { r.EventType = "" })
+	tests := []struct {
+		name string
+		line string
+		want *audit.Record
+	}{
+		{"1.0 line", fallback(audittest.LegacyLine(legacy)), &wantLegacy},
+		{"OAuth client's tool call", written(oauthCall), &oauthCall},
+		{"authorization event", written(authz), &authz},
+		{"1.1 without event_type", written(noType), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseFallbackLine([]byte(tt.line))
+			if ok != (tt.want != nil) {
+				t.Fatalf("ok = %v for %s", ok, tt.line)
+			}
+			if ok && !reflect.DeepEqual(got, *tt.want) {
+				t.Errorf("record %+v\nwant   %+v", got, *tt.want)
+			}
+		})
+	}
+}
+
 func FuzzParseFallbackLine(f *testing.F) {
 	r := audittest.Record(time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC))
 	var fb syncBuffer
 	s := New(nil, "audit", WithFallback(&fb))
 	_ = s.writeFallback(ReasonUnavailable, r)
 	f.Add(fb.buf.Bytes())
+	f.Add([]byte(`{"audit_fallback":true,"record":` + strings.TrimSpace(string(audittest.LegacyLine(r))) + `}`))
 	f.Add([]byte(`{"audit_fallback":true,"record":{}}`))
 	f.Add([]byte(`{"audit_fallback":true}`))
 	f.Add([]byte("not json"))

@@ -2,7 +2,7 @@
 //
 // The table is a view named audit_log with the columns of audit.Record plus the
 // partition columns dt and hour, exactly as the Glue table that Athena queries in
-// production. Macros supply the Trino functions DuckDB lacks, so the saved queries in
+// production; columns a record's event version lacks are NULL, as there. Macros supply the Trino functions DuckDB lacks, so the saved queries in
 // events/queries run unchanged on both.
 package query
 
@@ -196,16 +196,26 @@ var columns = sync.OnceValue(func() [][2]string {
 // the hive partition columns dt and hour as strings. A torn last line (a crash
 // mid-write) is skipped here and reported by file.Scan: ignore_errors turns it into
 // a row of NULLs, which the event_id filter drops.
+//
+// Files of older event versions lack the columns later versions added (1.0 has no
+// client_id, event_type or action). Those read as NULL, as they do in Athena over the
+// same Parquet files, so a saved query that forgets coalesce fails here too: the
+// JSON reader gives a declared column it does not find NULL, and the Parquet files
+// are read by name against a typed empty row that declares every column.
 func viewSQL(s file.Snapshot) string {
 	cols := columns()
 	var sel []string
 	var decl []string
+	var typed []string
 	for _, c := range cols {
 		sel = append(sel, quoteIdent(c[0]))
 		decl = append(decl, quoteString(c[0])+": "+quoteString(c[1]))
+		typed = append(typed, fmt.Sprintf("CAST(NULL AS %s) AS %s", c[1], quoteIdent(c[0])))
 	}
 	sel = append(sel, "dt", "hour")
+	typed = append(typed, "CAST(NULL AS VARCHAR) AS dt", "CAST(NULL AS VARCHAR) AS hour")
 	selList := strings.Join(sel, ", ")
+	empty := "SELECT " + strings.Join(typed, ", ") + " WHERE false"
 	var parts []string
 	if len(s.JSON) > 0 {
 		parts = append(parts, fmt.Sprintf(
@@ -215,16 +225,12 @@ func viewSQL(s file.Snapshot) string {
 	}
 	if len(s.Parquet) > 0 {
 		parts = append(parts, fmt.Sprintf(
-			"SELECT %s FROM read_parquet(%s, hive_partitioning = true, hive_types_autocast = false)",
-			selList, pathList(s.Parquet)))
+			"SELECT %s FROM (%s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, "+
+				"hive_partitioning = true, hive_types_autocast = false))",
+			selList, empty, pathList(s.Parquet)))
 	}
 	if len(parts) == 0 {
-		var empty []string
-		for _, c := range cols {
-			empty = append(empty, fmt.Sprintf("CAST(NULL AS %s) AS %s", c[1], quoteIdent(c[0])))
-		}
-		empty = append(empty, "CAST(NULL AS VARCHAR) AS dt", "CAST(NULL AS VARCHAR) AS hour")
-		parts = append(parts, "SELECT "+strings.Join(empty, ", ")+" WHERE false")
+		parts = append(parts, empty)
 	}
 	return "CREATE OR REPLACE TEMP VIEW audit_log AS " + strings.Join(parts, " UNION ALL ")
 }

@@ -115,7 +115,7 @@ func TestViewRoundTripsRecords(t *testing.T) {
 			r.ScopesProvided = []string{"issues:read", "issues:write"}
 			r.DurationMS = 17
 			r.IdempotentReplay = true
-		})
+		}, audittest.Client("https://claude.ai/oauth/mcp-oauth-client-metadata"))
 	writeRecords(t, dir, []audit.Record{r})
 	e := openEngine(t, dir)
 	res := run(t, e, "SELECT * FROM audit_log")
@@ -127,7 +127,7 @@ func TestViewRoundTripsRecords(t *testing.T) {
 		got[c] = res.Rows[0][i]
 	}
 	want := map[string]any{
-		"event_id": r.EventID, "event_version": "1.0", "timestamp": "2025-06-22T07:30:00.123Z",
+		"event_id": r.EventID, "event_version": "1.1", "timestamp": "2025-06-22T07:30:00.123Z",
 		"tool": "delete_issue", "outcome": "denied", "reason": "destructive_flag_missing",
 		"scopes_provided": []any{"issues:read", "issues:write"}, "scopes_required": []any{"issues:write"},
 		"workspace_id": "demo", "user_id": "dev", "token_id": "tok_test",
@@ -136,6 +136,7 @@ func TestViewRoundTripsRecords(t *testing.T) {
 		"request_id": "req-1", "jsonrpc_id": "1", "client_name": "audittest", "client_version": "1.0.0",
 		"protocol_version": "2025-11-25", "user_agent": "audittest/1.0", "source_ip": "127.0.0.1",
 		"args_sha256": r.ArgsSHA256, "duration_ms": int64(17), "transport": "mcp",
+		"client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata", "event_type": "tool_call", "action": "",
 		// Partition values stay strings: hour=07 is "07", not 7.
 		"dt": "2025-06-22", "hour": "07",
 	}
@@ -284,5 +285,89 @@ func TestViewOverCompactedHours(t *testing.T) {
 	}
 	if res.Rows[0][0] != recs[0].EventID || !reflect.DeepEqual(res.Rows[0][6], []any{"issues:read"}) {
 		t.Errorf("first row over Parquet %v", res.Rows[0])
+	}
+}
+
+// TestViewOverVersion10Files: hours a 1.0 writer left (JSON lines and Parquet files
+// without client_id, event_type and action) stay queryable next to 1.1 records. The
+// missing columns are NULL, as Athena reads the same Parquet files, and the
+// coalesce the saved queries use makes them personal-token tool calls.
+func TestViewOverVersion10Files(t *testing.T) {
+	h := time.Date(2025, 6, 22, 10, 0, 0, 0, time.UTC)
+	mkdir := func(t *testing.T, dir string, hour time.Time) string {
+		d := filepath.Join(dir, file.Subdir, "dt="+hour.Format(time.DateOnly), hour.Format("hour=15"))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	legacyJSON := func(t *testing.T, dir string, recs ...audit.Record) {
+		var b []byte
+		for _, r := range recs {
+			b = append(b, audittest.LegacyLine(r)...)
+		}
+		if err := os.WriteFile(filepath.Join(mkdir(t, dir, h), "legacy.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacyParquet := func(t *testing.T, dir string, recs ...audit.Record) {
+		audittest.WriteLegacyParquet(t, filepath.Join(mkdir(t, dir, h.Add(time.Hour)), "compacted-"+audit.NewEventIDAt(h)+".parquet"), recs)
+	}
+	j1, j2 := audittest.Record(h), audittest.Record(h.Add(time.Minute), audittest.Tool("delete_issue"))
+	p1 := audittest.Record(h.Add(time.Hour), audittest.Tool("delete_issue"))
+	cur := audittest.Record(h.Add(2*time.Hour), audittest.Tool("delete_issue"), audittest.Client("c_1"))
+	authz := audittest.Record(h.Add(2*time.Hour), audittest.Authorization(audit.ActionTokenIssued), audittest.Client("c_1"))
+
+	const q = `SELECT event_version, client_id, event_type, action, count(*) AS n,
+		count_if(coalesce(event_type, 'tool_call') = 'tool_call') AS tool_calls,
+		count_if(coalesce(client_id, '') = '') AS personal
+		FROM audit_log GROUP BY ALL ORDER BY event_version, event_type NULLS FIRST`
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  [][]any
+	}{
+		{"only 1.0 Parquet", func(t *testing.T, dir string) { legacyParquet(t, dir, p1) },
+			[][]any{{"1.0", nil, nil, nil, int64(1), int64(1), int64(1)}}},
+		{"only 1.0 JSON", func(t *testing.T, dir string) { legacyJSON(t, dir, j1, j2) },
+			[][]any{{"1.0", nil, nil, nil, int64(2), int64(2), int64(2)}}},
+		{"1.0 JSON and Parquet with 1.1 JSON", func(t *testing.T, dir string) {
+			legacyJSON(t, dir, j1, j2)
+			legacyParquet(t, dir, p1)
+			writeRecords(t, dir, []audit.Record{cur, authz})
+		}, [][]any{
+			{"1.0", nil, nil, nil, int64(3), int64(3), int64(3)},
+			{"1.1", "c_1", "authorization", "token_issued", int64(1), int64(0), int64(0)},
+			{"1.1", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+		}},
+		{"1.0 and 1.1 Parquet", func(t *testing.T, dir string) {
+			legacyParquet(t, dir, p1)
+			writeRecords(t, dir, []audit.Record{cur})
+			if _, err := file.Compact(dir, h.Add(3*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}, [][]any{
+			{"1.0", nil, nil, nil, int64(1), int64(1), int64(1)},
+			{"1.1", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.setup(t, dir)
+			e := openEngine(t, dir)
+			if got := run(t, e, q).Rows; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("rows %v\nwant %v", got, tt.want)
+			}
+			res := run(t, e, "SELECT * FROM audit_log")
+			if !slices.Equal(res.Columns, recordColumns()) {
+				t.Errorf("columns %v", res.Columns)
+			}
+			for _, sq := range queries.All() {
+				if _, err := e.Query(context.Background(), sq.SQL); err != nil {
+					t.Errorf("saved query %s: %v", sq.Name, err)
+				}
+			}
+		})
 	}
 }

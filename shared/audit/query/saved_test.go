@@ -3,6 +3,8 @@ package query_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/events/queries"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	at "github.com/aacworkflow/aacmcp/shared/audit/audittest"
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
 )
 
 // dataset builds records relative to now. day(n) is noon (UTC) n days before today,
@@ -52,8 +55,42 @@ func TestSavedQueries(t *testing.T) {
 		name  string
 		build func(d *dataset) want
 	}{
+		{"destructive_calls_by_client", func(d *dataset) want {
+			claude := at.Client("https://claude.ai/oauth/mcp-oauth-client-metadata")
+			chatgpt := at.Client("c_01JYC3ZQ2M8V6XN4T5R7W9K0BD")
+			del, delc := at.Tool("delete_issue"), at.Tool("delete_comment")
+			// Day 1: claude deletes issues (one denied) and a comment; a personal
+			// token deletes issues; chatgpt is refused the flag.
+			d.add(3, d.day(1), del, at.Confirmed(true), claude, at.Who("w1", "tA"))
+			d.add(1, d.day(1).Add(time.Hour), del, at.Denied("destructive_flag_missing"), claude, at.Who("w2", "tB"))
+			d.add(1, d.day(1).Add(2*time.Hour), delc, at.Confirmed(true), claude, at.Who("w1", "tA"))
+			d.add(2, d.day(1), del, at.Confirmed(true), at.Who("w1", "tP"))
+			d.add(1, d.day(1).Add(3*time.Hour), del, at.Confirmed(true), at.Failed("not_found"), at.Who("w1", "tP"))
+			d.add(2, d.day(1), del, at.Denied("insufficient_scope"), chatgpt, at.Who("w1", "tC"))
+			dup := d.add(1, d.day(2), delc, at.Confirmed(true), chatgpt, at.Who("w1", "tC"))
+			d.recs = append(d.recs, dup) // delivered twice: counted once
+			// Not counted: not destructive, no known client (invalid token), not a
+			// tool call, outside the 30 days.
+			d.add(4, d.day(1), at.Tool("get_issue"), claude)
+			d.add(3, d.day(1), del, at.Denied("invalid_token"), at.Who("", ""))
+			d.add(1, d.day(1), at.Authorization(audit.ActionGrantRevoked), claude, func(r *audit.Record) { r.Destructive = true })
+			d.add(5, d.day(31), del, at.Confirmed(true), claude)
+			return want{
+				[]string{"day", "client_id", "tool", "calls", "denied"},
+				[][]any{
+					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_issue", int64(4), int64(1)},
+					{date(d.day(1)), "", "delete_issue", int64(3), int64(0)},
+					{date(d.day(1)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_issue", int64(2), int64(2)},
+					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_comment", int64(1), int64(0)},
+					{date(d.day(2)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_comment", int64(1), int64(0)},
+				},
+			}
+		}},
 		{"denied_by_reason_24h", func(d *dataset) want {
 			w1 := at.Who("w1", "tA")
+			// The authorization server's denials are not tool calls.
+			d.add(2, d.now.Add(-time.Hour), at.Authorization(audit.ActionConsentDenied), at.Denied("permission_denied"), w1)
+			d.add(1, d.now.Add(-time.Hour), at.Authorization(audit.ActionRefreshReuseDetected), at.Denied("invalid_token"), w1)
 			d.add(2, d.now.Add(-30*time.Minute), at.Tool("delete_issue"), at.Denied("destructive_flag_missing"), w1)
 			dup := d.add(1, d.now.Add(-23*time.Hour), at.Tool("delete_issue"), at.Denied("destructive_flag_missing"), at.Who("w1", "tB"))
 			d.recs = append(d.recs, dup) // delivered twice: counted once
@@ -84,6 +121,7 @@ func TestSavedQueries(t *testing.T) {
 			d.recs = append(d.recs, dup)
 			d.add(1, d.day(2), at.Tool("delete_issue"), at.Denied("insufficient_scope"), at.Who("w2", "tC"))
 			d.add(4, d.day(40), at.Tool("delete_issue"), at.Confirmed(true), at.Who("w1", "tA"))
+			d.add(2, d.day(1), at.Authorization(audit.ActionGrantRevoked), at.Who("w1", "tA"), func(r *audit.Record) { r.Destructive = true })
 			return want{
 				[]string{"call_date", "workspace_id", "token_id", "destructive_calls", "succeeded", "denied", "failed"},
 				[][]any{
@@ -109,6 +147,7 @@ func TestSavedQueries(t *testing.T) {
 			d.add(3, day, at.Tool("list_issues"), at.Denied("invalid_token"), at.Who("", ""))
 			d.add(2, d.day(3), at.Tool("get_issue"), w2)
 			d.add(9, d.day(10), at.Tool("get_issue"), w1)
+			d.add(9, day, at.Authorization(audit.ActionTokenRefreshed), w1, func(r *audit.Record) { r.Tool = "token" })
 			return want{
 				[]string{"call_date", "workspace_id", "tool_rank", "tool", "calls", "denied", "failed"},
 				[][]any{
@@ -146,6 +185,10 @@ func TestSavedQueries(t *testing.T) {
 			recent(10, at.Who("w2", "tNew"))
 			d.add(30, d.now.Add(-30*time.Hour), denied, at.Who("w1", "tOld"))
 			d.add(15, d.now.Add(-5*time.Minute), denied, at.Who("", "")) // no token: not a token spike
+			for i := range 12 {                                          // the authorization server's, not tool calls
+				d.add(1, d.now.Add(-time.Duration(1+4*i)*time.Minute), at.Authorization(audit.ActionConsentDenied),
+					at.Denied("permission_denied"), at.Who("w2", "tAuthz"))
+			}
 			return want{
 				[]string{"token_id", "workspace_id", "denials_last_hour", "denials_previous_24h", "avg_hourly_previous_24h"},
 				[][]any{
@@ -162,6 +205,7 @@ func TestSavedQueries(t *testing.T) {
 			d.add(1, d.day(1), at.Tool("delete_issue"), at.Confirmed(true), at.Who("w1", "tA"))
 			d.add(1, d.day(1), at.Tool("get_issue"), at.Who("w1", "tA"))
 			d.add(1, d.day(10), at.Tool("delete_issue"), at.Denied("destructive_flag_missing"), at.Who("w1", "tA"))
+			d.add(1, d.day(1), at.Authorization(audit.ActionGrantRevoked), at.Who("w1", "tA"), func(r *audit.Record) { r.Destructive = true })
 			row := func(r audit.Record) []any {
 				return []any{r.Timestamp, r.EventID, r.WorkspaceID, r.UserID, r.TokenID, r.Tool, r.ResourceID,
 					r.Outcome, r.Reason, r.ClientName, r.SourceIP}
@@ -185,10 +229,24 @@ func TestSavedQueries(t *testing.T) {
 			d := newDataset()
 			w := tt.build(d)
 			dir := t.TempDir()
-			// Two writers, as two server processes would be.
-			half := len(d.recs) / 2
-			writeRecords(t, dir, d.recs[:half])
-			writeRecords(t, dir, d.recs[half:])
+			// Two writers, as two server processes would be; and every other
+			// personal-token tool call as a 1.0 writer left it (no client_id,
+			// event_type or action: NULL in the view, as in Athena).
+			var legacy, current []audit.Record
+			for i, r := range d.recs {
+				if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" {
+					legacy = append(legacy, r)
+				} else {
+					current = append(current, r)
+				}
+			}
+			if len(legacy) == 0 {
+				t.Fatal("no 1.0 records in the fixture")
+			}
+			writeLegacy(t, dir, legacy)
+			half := len(current) / 2
+			writeRecords(t, dir, current[:half])
+			writeRecords(t, dir, current[half:])
 			e := openEngine(t, dir)
 			res, err := e.Query(context.Background(), q.SQL)
 			if err != nil {
@@ -204,6 +262,28 @@ func TestSavedQueries(t *testing.T) {
 	}
 	if !sameSet(covered, queries.Names()) {
 		t.Errorf("saved queries %v, tested %v: every saved query needs a test", queries.Names(), covered)
+	}
+}
+
+// writeLegacy files recs as 1.0 JSON lines, one file per hour, as the 1.0 sink did.
+func writeLegacy(t *testing.T, dir string, recs []audit.Record) {
+	t.Helper()
+	byHour := map[string][]byte{}
+	for _, r := range recs {
+		h, err := r.Hour()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, file.Subdir, "dt="+h.Format(time.DateOnly), h.Format("hour=15"))
+		byHour[p] = append(byHour[p], at.LegacyLine(r)...)
+	}
+	for p, b := range byHour {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "legacy-1.0.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -256,6 +336,20 @@ func TestSavedQueriesArePortable(t *testing.T) {
 				if re.MatchString(body) {
 					t.Errorf("DuckDB-only syntax %q", re)
 				}
+			}
+			// Columns 1.1 added are NULL in 1.0 files (Athena and DuckDB alike): a
+			// query reads them through the coalesce that gives them their 1.0
+			// meaning. (client_id may be used again under its alias; the
+			// fixtures' 1.0 records check the rest.)
+			const eventType = "coalesce(event_type, 'tool_call')"
+			if n := strings.Count(body, "event_type"); n != strings.Count(body, eventType) {
+				t.Errorf("event_type used %d times, %d of them as %s", n, strings.Count(body, eventType), eventType)
+			}
+			if strings.Contains(body, "client_id") && !strings.Contains(body, "coalesce(client_id, '')") {
+				t.Error("client_id read without coalesce(client_id, '')")
+			}
+			if !strings.Contains(body, eventType+" = 'tool_call'") {
+				t.Error("every saved query is about tool calls: it must filter coalesce(event_type, 'tool_call') = 'tool_call'")
 			}
 			// timestamp is a reserved word in Trino: the column must be quoted.
 			if regexp.MustCompile(`(?i)[^"']\btimestamp\b[^"']`).MatchString(strings.ReplaceAll(body, `"timestamp"`, "")) {

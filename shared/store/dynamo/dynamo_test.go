@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 	"github.com/aacworkflow/aacmcp/shared/store/storetest"
 	"github.com/aacworkflow/aacmcp/test/emulator"
@@ -107,4 +109,45 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		return storetest.Backend{Queries: shared.store, Tokens: shared.store}
 	})
+}
+
+// TestListMembers: the members of one workspace, with their e-mails, by user id; an
+// agent or another workspace's member never among them.
+func TestListMembers(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx := t.Context()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, ws := range []string{"acme", "other"} {
+		if _, err := e.store.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: "AAC", Name: ws, CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []store.Member{
+		{WorkspaceID: "acme", UserID: "carol", Role: store.RoleViewer, CreatedAt: at},
+		{WorkspaceID: "acme", UserID: "alice", Role: store.RoleAdmin, Email: "Alice@Example.com", CreatedAt: at},
+		{WorkspaceID: "other", UserID: "bob", Role: store.RoleMember, CreatedAt: at},
+	} {
+		if _, err := e.store.UpdateMember(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.store.CreateAgent(ctx, store.Agent{WorkspaceID: "acme", ID: "bot", Name: "Bot", CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.ListMembers(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Member{
+		{WorkspaceID: "acme", UserID: "alice", Role: store.RoleAdmin, Email: "alice@example.com", CreatedAt: at},
+		{WorkspaceID: "acme", UserID: "carol", Role: store.RoleViewer, CreatedAt: at},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ListMembers(acme) = %+v, want %+v", got, want)
+	}
+	for _, ws := range []string{"empty", "bad#ws"} {
+		if got, err := e.store.ListMembers(ctx, ws); err != nil || got == nil || len(got) != 0 {
+			t.Errorf("ListMembers(%q) = %+v, %v; want an empty list", ws, got, err)
+		}
+	}
 }

@@ -166,6 +166,34 @@ func (s *Store) DeleteMember(ctx context.Context, ws, user string) error {
 	return fail("DeleteMember", err)
 }
 
+// ListMembers lists the members of one workspace, ordered by user id (the sort key):
+// the one method of store.OAuthStore this backend has so far, for `aacmcp member list`.
+func (s *Store) ListMembers(ctx context.Context, ws string) ([]store.Member, error) {
+	if err := checkWS(ws); err != nil {
+		return []store.Member{}, nil
+	}
+	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
+		ExpressionAttributeValues: item{
+			":pk": avS(wsPK(ws)), ":p": avS(skMember),
+		},
+		ConsistentRead: aws.Bool(true),
+	}, "ListMembers")
+	if err != nil {
+		return nil, err
+	}
+	members := make([]store.Member, 0, len(items))
+	for _, it := range items {
+		m, err := decodeMember(ws, it)
+		if err != nil {
+			return nil, fail("ListMembers", err)
+		}
+		members = append(members, m)
+	}
+	return members, nil
+}
+
 func decodeAgent(ws string, it item) (store.Agent, error) {
 	d := decoder{it: it}
 	a := store.Agent{WorkspaceID: ws, ID: d.str("agent_id"), Name: d.str("name"), CreatedAt: d.time("created_at")}

@@ -468,7 +468,7 @@ func (s *Store) GetOAuthGrantByRefresh(ctx context.Context, refreshHash string) 
 	if !errors.Is(err, sql.ErrNoRows) {
 		return store.OAuthGrant{}, false, s.fail(err)
 	}
-	g, err = scanGrant(x.queryRow(`SELECT `+prefixed("g.", grantCols)+` FROM oauth_rotated r
+	g, err = scanGrant(x.queryRow(`SELECT `+grantColsG+` FROM oauth_rotated r
 		JOIN oauth_grants g ON g.id = r.grant_id WHERE r.hash = ? AND g.expires_at > ?`, refreshHash, now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.OAuthGrant{}, false, notFound("grant")
@@ -478,6 +478,9 @@ func (s *Store) GetOAuthGrantByRefresh(ctx context.Context, refreshHash string) 
 	}
 	return g, false, nil
 }
+
+// grantColsG is grantCols qualified by the alias g, for joins.
+var grantColsG = prefixed("g.", grantCols)
 
 // prefixed qualifies each column of a column list with p ("g.").
 func prefixed(p, cols string) string {

@@ -21,6 +21,9 @@ var (
 	ulidRE = regexp.MustCompile(`\b[0-7][0-9A-HJKMNP-TV-Z]{25}\b`)
 	timeRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	durRE  = regexp.MustCompile(`"duration_ms":\s*\d+`)
+	// The authorizer's expires_at (Unix seconds) is the expiry of a token the
+	// fixture creates relative to now.
+	unixRE = regexp.MustCompile(`"expires_at":\s*"\d+"`)
 )
 
 var fixedIDs = map[string]bool{
@@ -41,6 +44,7 @@ func Normalize(s string) string {
 	s = uuidRE.ReplaceAllStringFunc(s, keep("<UUID>"))
 	s = ulidRE.ReplaceAllStringFunc(s, keep("<ULID>"))
 	s = durRE.ReplaceAllString(s, `"duration_ms":"<N>"`)
+	s = unixRE.ReplaceAllString(s, `"expires_at": "<UNIX>"`)
 	return s
 }
 

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"net/mail"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -48,18 +50,22 @@ func newWorkspaceCmd(g *globals) *cobra.Command {
 
 func newMemberCmd(g *globals) *cobra.Command {
 	return newGroup("member", "Manage the members of a workspace and their roles",
-		newMemberAddCmd(g), newMemberRemoveCmd(g))
+		newMemberAddCmd(g), newMemberListCmd(g), newMemberRemoveCmd(g))
 }
 
 func newMemberAddCmd(g *globals) *cobra.Command {
-	var ws, user, role string
+	var ws, user, role, email string
 	c := newAdminCmd(g, &cobra.Command{
-		Use:   "add --workspace ID --user USER --role viewer|member|admin",
-		Short: "Add a user to a workspace, or change their role",
+		Use:   "add --workspace ID --user USER --role viewer|member|admin [--email E]",
+		Short: "Add a user to a workspace, or change their role or e-mail",
 		Long: `Add a user to a workspace, or change the role of one already there.
 The role is read at every call, so a change takes effect at once for tokens already issued.
-viewer: read tools only; member: read and write; admin: also deletes anyone's items.`,
-		Example: `  aacmcp member add --workspace demo --user alice --role member`,
+viewer: read tools only; member: read and write; admin: also deletes anyone's items.
+
+--email links the member to a person who signs in through OAuth: the upstream identity
+provider's verified e-mail must equal it (compared case-insensitively). Without --email
+an existing member keeps theirs; --email "" removes it.`,
+		Example: `  aacmcp member add --workspace demo --user alice --role member --email alice@example.com`,
 		Args:    wrapArgs(cobra.NoArgs),
 	}, adminAction{
 		jsonHelp: "print the member record as JSON",
@@ -67,15 +73,36 @@ viewer: read tools only; member: read and write; admin: also deletes anyone's it
 			if !store.Role(role).Valid() {
 				return usagef("--role %q: want viewer, member or admin", role)
 			}
+			if email != "" {
+				e, err := checkEmail(email)
+				if err != nil {
+					return err
+				}
+				email = e
+			}
 			return checkID("--user", user)
 		},
 		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
 			if err := workspaceExists(c.Context(), s, ws); err != nil {
 				return nil, "", err
 			}
-			m, err := s.UpdateMember(c.Context(), store.Member{WorkspaceID: ws, UserID: user, Role: store.Role(role), CreatedAt: g.env.now().UTC()})
+			if !c.Flags().Changed("email") {
+				// A role change must not unlink the member from their sign-in.
+				old, err := s.GetMember(c.Context(), ws, user)
+				switch {
+				case err == nil:
+					email = old.Email
+				case !apperr.Is(err, apperr.NotFound):
+					return nil, "", err
+				}
+			}
+			m, err := s.UpdateMember(c.Context(), store.Member{WorkspaceID: ws, UserID: user, Role: store.Role(role),
+				Email: email, CreatedAt: g.env.now().UTC()})
 			if err != nil {
 				return nil, "", err
+			}
+			if m.Email != "" {
+				return m, fmt.Sprintf("%s (%s) is %s in workspace %s\n", m.UserID, m.Email, m.Role, m.WorkspaceID), nil
 			}
 			return m, fmt.Sprintf("%s is %s in workspace %s\n", m.UserID, m.Role, m.WorkspaceID), nil
 		},
@@ -83,7 +110,55 @@ viewer: read tools only; member: read and write; admin: also deletes anyone's it
 	c.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
 	c.Flags().StringVar(&user, "user", "", "user id (required)")
 	c.Flags().StringVar(&role, "role", "", "viewer, member or admin (required)")
+	c.Flags().StringVar(&email, "email", "", `e-mail a person signing in through OAuth must have verified ("" removes it)`)
 	requireFlags(c, "workspace", "user", "role")
+	return c
+}
+
+// maxEmail is the longest address SMTP can carry (RFC 5321: a 254-octet path).
+const maxEmail = 254
+
+// checkEmail accepts a bare address (no display name, no angle brackets) and returns
+// it lower-cased, as the store keeps it.
+func checkEmail(e string) (string, error) {
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Name != "" || a.Address != e || len(e) > maxEmail {
+		return "", usagef("--email %q: want a plain address such as alice@example.com", e)
+	}
+	return strings.ToLower(e), nil
+}
+
+func newMemberListCmd(g *globals) *cobra.Command {
+	var ws string
+	c := newAdminCmd(g, &cobra.Command{
+		Use:   "list --workspace ID",
+		Short: "List the members of a workspace, with their roles and e-mails",
+		Args:  wrapArgs(cobra.NoArgs),
+	}, adminAction{
+		jsonHelp: "print the member records as JSON",
+		run: func(c *cobra.Command, s adminStore, _ []string) (any, string, error) {
+			if err := workspaceExists(c.Context(), s, ws); err != nil {
+				return nil, "", err
+			}
+			members, err := s.ListMembers(c.Context(), ws)
+			if err != nil {
+				return nil, "", err
+			}
+			if members == nil {
+				members = []store.Member{} // [] rather than null for --json
+			}
+			var text strings.Builder
+			t := newTable(&text, "USER", "ROLE", "EMAIL", "ADDED")
+			for _, m := range members {
+				t.row(m.UserID, string(m.Role), orDash(m.Email), fmtTime(m.CreatedAt))
+			}
+			// Flushing into a strings.Builder cannot fail.
+			_ = t.flush()
+			return members, text.String(), nil
+		},
+	})
+	c.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
+	requireFlags(c, "workspace")
 	return c
 }
 

@@ -64,7 +64,15 @@ func printRecord(w io.Writer, r audit.Record) error {
 		ts = t.Format("2006-01-02 15:04:05.000")
 	}
 	who := orDash(r.WorkspaceID) + "/" + orDash(r.UserID)
+	// An authorization event names no tool: its action takes the tool's column.
+	what := r.Tool
+	if r.EventType == audit.EventAuthorization {
+		what = r.Action
+	}
 	extra := ""
+	if r.ClientID != "" {
+		extra += " client=" + r.ClientID
+	}
 	if r.ResourceID != "" {
 		extra += " resource=" + r.ResourceID
 	}
@@ -75,6 +83,6 @@ func printRecord(w io.Writer, r audit.Record) error {
 		extra += " no-confirm"
 	}
 	_, err := fmt.Fprintf(w, "%s  %-7s  %-22s  %-24s  %-20s  %-30s  %-4s %5dms%s\n",
-		ts, r.Outcome, orDash(r.Tool), orDash(r.Reason), who, orDash(r.TokenID), r.Transport, r.DurationMS, extra)
+		ts, r.Outcome, orDash(what), orDash(r.Reason), who, orDash(r.TokenID), r.Transport, r.DurationMS, extra)
 	return err
 }

@@ -164,3 +164,40 @@ func TestAuditTail(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintRecordEventFields: the human line names an OAuth client when there is one
+// and shows an authorization event's action where a tool call shows its tool.
+func TestPrintRecordEventFields(t *testing.T) {
+	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
+	const client = "https://claude.ai/oauth/mcp-oauth-client-metadata"
+	tests := []struct {
+		name    string
+		rec     audit.Record
+		want    []string
+		notWant []string
+	}{
+		{"personal token", audittest.Record(ts, audittest.Tool("list_issues")), []string{"list_issues", "mcp"}, []string{"client="}},
+		{"oauth tool call", audittest.Record(ts, audittest.Tool("delete_issue"), audittest.Client(client)),
+			[]string{"delete_issue", " client=" + client}, nil},
+		{"authorization event", audittest.Record(ts, audittest.Authorization(audit.ActionConsentGranted), audittest.Client(client)),
+			[]string{"consent_granted", "oauth", " client=" + client}, []string{"get_issue"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := printRecord(&b, tt.rec); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("line %q lacks %q", b.String(), w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("line %q has %q", b.String(), w)
+				}
+			}
+		})
+	}
+}

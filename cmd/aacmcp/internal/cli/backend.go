@@ -22,6 +22,7 @@ type adminStore interface {
 	GetMember(ctx context.Context, ws, user string) (store.Member, error)
 	UpdateMember(ctx context.Context, m store.Member) (store.Member, error)
 	DeleteMember(ctx context.Context, ws, user string) error
+	ListMembers(ctx context.Context, ws string) ([]store.Member, error)
 	CreateAgent(ctx context.Context, a store.Agent) (store.Agent, error)
 	auth.TokenStore
 }

@@ -168,6 +168,7 @@ or against DynamoDB (--backend dynamodb).`,
 		newMemberCmd(g),
 		newAgentCmd(g),
 		newTokenCmd(g),
+		newOAuthCmd(g),
 		newToolsCmd(g),
 		newAuditCmd(g),
 	)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,52 @@ func TestAdminCommandsSQLite(t *testing.T) {
 		t.Errorf("token list does not show the revocation:\n%s", table)
 	}
 
+	// The e-mail links a member to an OAuth sign-in: set, kept by a role change, removed
+	// by --email "".
+	type member struct {
+		WorkspaceID string    `json:"workspace_id"`
+		UserID      string    `json:"user_id"`
+		Role        string    `json:"role"`
+		Email       string    `json:"email"`
+		CreatedAt   time.Time `json:"created_at"`
+	}
+	// undated drops the time, after checking there is one.
+	undated := func(m member) member {
+		if m.CreatedAt.IsZero() {
+			t.Errorf("member %+v lacks created_at", m)
+		}
+		m.CreatedAt = time.Time{}
+		return m
+	}
+	for _, step := range []struct {
+		args []string
+		want member
+	}{
+		{[]string{"--role", "admin", "--email", "Alice@Example.com"}, member{"acme", "alice", "admin", "alice@example.com", time.Time{}}},
+		{[]string{"--role", "viewer"}, member{"acme", "alice", "viewer", "alice@example.com", time.Time{}}},
+		{[]string{"--role", "member", "--email", ""}, member{"acme", "alice", "member", "", time.Time{}}},
+		{[]string{"--role", "admin", "--email", "a.l+ice@例え.jp"}, member{"acme", "alice", "admin", "a.l+ice@例え.jp", time.Time{}}},
+	} {
+		args := append([]string{"member", "add", "--workspace", "acme", "--user", "alice", "--json"}, step.args...)
+		if got := undated(decodeJSON[member](t, mustRun(t, with(args...)...))); got != step.want {
+			t.Errorf("member add %v = %+v, want %+v", step.args, got, step.want)
+		}
+		if got, err := st.GetMember(ctx, "acme", "alice"); err != nil || got.Email != step.want.Email || string(got.Role) != step.want.Role {
+			t.Errorf("after member add %v: stored %+v %v", step.args, got, err)
+		}
+	}
+	mustRun(t, with("member", "add", "--workspace", "acme", "--user", "bob", "--role", "viewer", "--email", "bob@example.com")...)
+	members := decodeJSON[[]member](t, mustRun(t, with("member", "list", "--workspace", "acme", "--json")...))
+	for i := range members {
+		members[i] = undated(members[i])
+	}
+	if want := []member{{"acme", "alice", "admin", "a.l+ice@例え.jp", time.Time{}}, {"acme", "bob", "viewer", "bob@example.com", time.Time{}}}; !slices.Equal(members, want) {
+		t.Errorf("member list --json = %+v, want %+v", members, want)
+	}
+	if table := mustRun(t, with("member", "list", "--workspace", "acme")...); !strings.Contains(table, "bob@example.com") || !strings.Contains(table, "EMAIL") {
+		t.Errorf("member list table:\n%s", table)
+	}
+
 	mustRun(t, with("member", "remove", "--workspace", "acme", "--user", "alice")...)
 	if _, err := st.GetMember(ctx, "acme", "alice"); !apperr.Is(err, apperr.NotFound) {
 		t.Errorf("GetMember after remove = %v, want not_found", err)
@@ -287,6 +334,7 @@ func TestAdminFailuresExitOne(t *testing.T) {
 		{"agent of unknown workspace", []string{"agent", "add", "--workspace", "nope", "--id", "a"}, `workspace "nope"`},
 		{"token for unknown workspace", []string{"token", "create", "--workspace", "nope", "--user", "u", "--scopes", "issues:read"}, `workspace "nope"`},
 		{"remove a non-member", []string{"member", "remove", "--workspace", "acme", "--user", "ghost"}, `member "ghost"`},
+		{"members of unknown workspace", []string{"member", "list", "--workspace", "nope"}, `workspace "nope"`},
 		{"revoke unknown token", []string{"token", "revoke", "tok_01JUNKJUNKJUNKJUNKJUNKJUNK"}, "tok_01JUNKJUNKJUNKJUNKJUNKJUNK"},
 	}
 	for _, tc := range tests {
@@ -328,6 +376,12 @@ func TestAdminHumanOutput(t *testing.T) {
 		{[]string{"member", "add", "--workspace", "acme", "--user", "alice", "--role", "member"}, "alice is member in workspace acme\n"},
 		{[]string{"agent", "add", "--workspace", "acme", "--id", "bot"}, "added agent bot to workspace acme\n"},
 		{[]string{"member", "remove", "--workspace", "acme", "--user", "alice"}, "removed alice from workspace acme\n"},
+		{[]string{"member", "add", "--workspace", "acme", "--user", "bob", "--role", "viewer", "--email", "Bob@Example.COM"},
+			"bob (bob@example.com) is viewer in workspace acme\n"},
+		{[]string{"member", "add", "--workspace", "acme", "--user", "carol", "--role", "admin"}, "carol is admin in workspace acme\n"},
+		{[]string{"member", "list", "--workspace", "acme"}, "USER   ROLE    EMAIL            ADDED\n" +
+			"bob    viewer  bob@example.com  2026-03-04T05:06:07Z\n" +
+			"carol  admin   -                2026-03-04T05:06:07Z\n"},
 		{[]string{"token", "list"}, "TOKEN ID  NAME  WORKSPACE  USER  SCOPES  EXPIRES  STATE\n"},
 	}
 	for _, s := range steps {
@@ -366,6 +420,7 @@ func TestAdminChecksBeforeOpening(t *testing.T) {
 		{"workspace key", []string{"workspace", "create", "--id", "ab", "--key", "1AB"}, `--key "1AB"`},
 		{"member role", []string{"member", "add", "--workspace", "w", "--user", "u", "--role", "owner"}, `--role "owner"`},
 		{"member user", []string{"member", "add", "--workspace", "w", "--user", "u/v", "--role", "viewer"}, `--user "u/v"`},
+		{"member e-mail", []string{"member", "add", "--workspace", "w", "--user", "u", "--role", "viewer", "--email", "not an address"}, `--email "not an address"`},
 		{"agent id", []string{"agent", "add", "--workspace", "w", "--id", "b t"}, `--id "b t"`},
 		{"token scopes", []string{"token", "create", "--workspace", "w", "--user", "u", "--scopes", "admin"}, `unknown scope "admin"`},
 		{"token ttl", []string{"token", "create", "--workspace", "w", "--user", "u", "--scopes", "issues:read", "--ttl", "0s"}, "--ttl 0s"},

@@ -67,14 +67,19 @@ func TestDynamoDBBackend(t *testing.T) {
 	}
 
 	mustRun(t, with("workspace", "create", "--id", "acme", "--key", "ACME")...)
-	mustRun(t, with("member", "add", "--workspace", "acme", "--user", "alice", "--role", "admin")...)
+	mustRun(t, with("member", "add", "--workspace", "acme", "--user", "alice", "--role", "member", "--email", "Alice@Example.com")...)
+	mustRun(t, with("member", "add", "--workspace", "acme", "--user", "alice", "--role", "admin")...) // keeps the e-mail
 	mustRun(t, with("member", "add", "--workspace", "acme", "--user", "bob", "--role", "viewer")...)
+	if got, want := mustRun(t, with("member", "list", "--workspace", "acme")...), "USER   ROLE    EMAIL              ADDED\n"; !strings.HasPrefix(got, want) ||
+		!strings.Contains(got, "alice  admin   alice@example.com") || !strings.Contains(got, "bob    viewer  -") {
+		t.Errorf("member list on DynamoDB:\n%s", got)
+	}
 	mustRun(t, with("agent", "add", "--workspace", "acme", "--id", "bot")...)
 	tok := decodeJSON[createdToken](t, mustRun(t, with("token", "create", "--workspace", "acme", "--user", "alice", "--scopes", "issues:read", "--json")...))
 	mustRun(t, with("member", "remove", "--workspace", "acme", "--user", "bob")...)
 
 	st := dynamo.New(client, "main-t", "tokens-t")
-	if m, err := st.GetMember(ctx, "acme", "alice"); err != nil || m.Role != "admin" {
+	if m, err := st.GetMember(ctx, "acme", "alice"); err != nil || m.Role != "admin" || m.Email != "alice@example.com" {
 		t.Errorf("alice = %+v, %v", m, err)
 	}
 	if _, err := st.GetMember(ctx, "acme", "bob"); !apperr.Is(err, apperr.NotFound) {
