@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/test/oauth/flow"
 )
 
@@ -71,6 +73,8 @@ type tsResult struct {
 	RefreshedAccess string `json:"refreshed_access"`
 	// LiveAccess is an access token of a grant still in force.
 	LiveAccess string `json:"live_access"`
+	// ClientID is the client id the SDK used (registered, or the document URL).
+	ClientID string `json:"client_id"`
 }
 
 // run runs the script and requires every one of its tests to pass.
@@ -122,7 +126,7 @@ func TestTypeScriptSDK(t *testing.T) {
 		Env: []string{"SSL_CERT_FILE=" + ca.WriteBundle(t)},
 	})
 
-	var revoked, live string
+	var revoked, live, cimdClient, dcrClient string
 	t.Run("cimd", func(t *testing.T) {
 		rd := flow.NewRedirect(t)
 		clientID := docs.Publish(t, "tssdk", flow.ClientDocument{
@@ -137,12 +141,12 @@ func TestTypeScriptSDK(t *testing.T) {
 		if docs.Fetches(clientID) == 0 {
 			t.Errorf("the server never fetched the client metadata document %s", clientID)
 		}
-		revoked = res.RefreshedAccess
+		revoked, cimdClient = res.RefreshedAccess, clientID
 	})
 	t.Run("dcr", func(t *testing.T) {
 		res := tsRun{srv: srv, rd: flow.NewRedirect(t), answer: devAnswer,
 			steps: []string{"authorize", "stepup", "refresh"}}.run(t)
-		live = res.LiveAccess
+		live, dcrClient = res.LiveAccess, res.ClientID
 	})
 	if t.Failed() {
 		return
@@ -163,6 +167,49 @@ func TestTypeScriptSDK(t *testing.T) {
 			t.Errorf("tools/list with an access token of the revoked grant: HTTP %d, want 401", got)
 		}
 	})
+	t.Run("admin revocation", func(t *testing.T) {
+		grants := listGrants(t, srv)
+		cimdGrant, ok := grants[cimdClient]
+		if !ok || cimdGrant.RevokedAt == nil {
+			t.Errorf("oauth grants list: the CIMD client's grant %+v, want it revoked", cimdGrant)
+		}
+		g, ok := grants[dcrClient]
+		if !ok || g.RevokedAt != nil || g.WorkspaceID != flow.DevWorkspace || g.UserID != flow.DevUser ||
+			!slices.Equal(slices.Sorted(slices.Values(g.Scopes)), []string{"issues:read", "issues:write"}) {
+			t.Fatalf("oauth grants list: the DCR client's grant %+v, want it in force for %s in %s with issues:read and issues:write", g, flow.DevUser, flow.DevWorkspace)
+		}
+		var out store.OAuthGrant
+		if err := json.Unmarshal(srv.CLI(t, "oauth", "grants", "revoke", g.ID, "--json"), &out); err != nil || out.ID != g.ID || out.RevokedAt == nil {
+			t.Fatalf("oauth grants revoke %s: %+v (%v)", g.ID, out, err)
+		}
+		if after := listGrants(t, srv)[dcrClient]; after.RevokedAt == nil {
+			t.Errorf("after oauth grants revoke the grant is %+v", after)
+		}
+		// The token was verified a moment ago, so this process may answer from its
+		// cache for a while; the next one may not.
+		srv.Restart(t)
+		if got := mcpStatus(t, srv.MCPURL, live); got != http.StatusUnauthorized {
+			t.Errorf("tools/list with an access token of the grant an admin revoked: HTTP %d, want 401", got)
+		}
+	})
+}
+
+// listGrants is `aacmcp oauth grants list --json`: each client's newest grant, by
+// client id. (A step-up makes a new grant for the union of the scopes and leaves
+// the older one alone, shared/oauth's package doc says why.)
+func listGrants(t *testing.T, srv *flow.Server) map[string]store.OAuthGrant {
+	t.Helper()
+	var gs []store.OAuthGrant
+	if err := json.Unmarshal(srv.CLI(t, "oauth", "grants", "list", "--workspace", flow.DevWorkspace, "--json"), &gs); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]store.OAuthGrant{}
+	for _, g := range gs { // newest first
+		if _, seen := out[g.ClientID]; !seen {
+			out[g.ClientID] = g
+		}
+	}
+	return out
 }
 
 // mcpStatus is the HTTP status of a tools/list with token.

@@ -198,7 +198,7 @@ async function firstAuthorization(grant) {
   const page = await client.callTool({ name: 'list_issues', arguments: { limit: 3 } });
   assert.notEqual(page.isError, true, JSON.stringify(page));
   assert.ok(Array.isArray(page.structuredContent.issues), 'list_issues returns issues');
-  result.first_access = t.access_token;
+  result.client_id = provider._client.client_id;
 }
 
 if (steps.includes('authorize')) {
