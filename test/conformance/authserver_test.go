@@ -100,6 +100,11 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	authURLs := make(chan string, 1)
+	// The suite prints the authorization URL as soon as it has asked for its
+	// callback listener, and says when the listener is up: the redirect is
+	// delivered after that.
+	listening := make(chan struct{})
+	listeningLine := fmt.Sprintf("Callback server started: http://127.0.0.1:%d", port)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -108,10 +113,17 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = out.Write([]byte(line + "\n"))
-			if strings.HasPrefix(line, srv.Base+"/oauth/authorize?") {
+			switch {
+			case strings.HasPrefix(line, srv.Base+"/oauth/authorize?"):
 				select {
 				case authURLs <- line:
 				default:
+				}
+			case strings.TrimSpace(line) == listeningLine:
+				select {
+				case <-listening:
+				default:
+					close(listening)
 				}
 			}
 		}
@@ -137,6 +149,11 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 		}
 		if !strings.HasPrefix(back.String(), redirectURI+"?") {
 			t.Fatalf("the server redirected to %s, not to the suite's %s", back.Redacted(), redirectURI)
+		}
+		select {
+		case <-listening:
+		case <-ctx.Done():
+			t.Fatalf("the suite never said its callback listener was up:\n%s", &out)
 		}
 		resp, err := http.Get(back.String())
 		if err != nil {
