@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -790,7 +791,8 @@ func TestBrowserCookieAttributes(t *testing.T) {
 	}
 	// An https issuer's cookies are Secure.
 	w := httptest.NewRecorder()
-	h.srv.ServeOAuth(w, httptest.NewRequest(http.MethodGet, h.authzURL(id, nativeRedirect), nil), "https://mcp.example/prod")
+	// (localhost: the dev sign-in is refused to a public name.)
+	h.srv.ServeOAuth(w, httptest.NewRequest(http.MethodGet, h.authzURL(id, nativeRedirect), nil), "https://localhost/prod")
 	cs := w.Result().Cookies()
 	if w.Code != http.StatusFound || len(cs) != 1 || !cs[0].Secure || cs[0].Path != "/prod/oauth" {
 		t.Fatalf("https issuer: %d cookies %+v", w.Code, cs)
@@ -925,5 +927,35 @@ func TestEveryPageCarriesTheSecurityHeaders(t *testing.T) {
 	css := b.get("/oauth/style.css")
 	if css.status != http.StatusOK || !strings.HasPrefix(css.header.Get("Content-Type"), "text/css") {
 		t.Fatalf("style.css: %d %q", css.status, css.header.Get("Content-Type"))
+	}
+}
+
+// The dev sign-in page lets anyone act as any member, so a dev server reached by a
+// public name (a tunnel or proxy in front of a loopback listener) refuses it, both at
+// the authorization request and on the page itself.
+func TestDevSigninOnlyOnLoopbackIssuer(t *testing.T) {
+	h := newHarness(t)
+	clientID, _ := h.register(map[string]any{"redirect_uris": []string{nativeRedirect}, "token_endpoint_auth_method": "none", "client_name": "Tunnelled"})
+	before := h.rows()
+	for _, path := range []string{
+		"/oauth/authorize?" + url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {nativeRedirect},
+			"code_challenge": {testChallenge}, "code_challenge_method": {"S256"}, "state": {"s"}}.Encode(),
+		"/oauth/signin?request=anything",
+	} {
+		for _, issuer := range []string{"https://mcp.example.com", "http://10.0.0.7:8080", "http://127.0.0.1.nip.example:8080"} {
+			rec := httptest.NewRecorder()
+			h.srv.ServeOAuth(rec, httptest.NewRequest(http.MethodGet, path, nil), issuer)
+			if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "--oidc-issuer") || rec.Header().Get("Location") != "" {
+				t.Errorf("GET %s as %s: status %d, Location %q, want a 403 page naming --oidc-issuer:\n%s", path, issuer, rec.Code, rec.Header().Get("Location"), rec.Body.String())
+			}
+		}
+	}
+	if after := h.rows(); !maps.Equal(before, after) {
+		t.Errorf("refused requests stored something: %v -> %v", before, after)
+	}
+	for _, issuer := range []string{"http://localhost:8080", "http://[::1]:8080", h.issuer} {
+		if !loopbackIssuer(issuer) {
+			t.Errorf("loopbackIssuer(%q) = false", issuer)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,6 +26,10 @@ func (q *request) startSignin(p store.OAuthPending) {
 	if q.s.upstream == nil && !q.s.cfg.Dev {
 		q.errorPage(http.StatusServiceUnavailable, "Sign-in is not configured",
 			"This server has no identity provider configured (--oidc-issuer), so nobody can sign in. An administrator must configure one.")
+		return
+	}
+	if q.s.upstream == nil && !loopbackIssuer(q.issuer) {
+		q.devOnLoopbackOnly()
 		return
 	}
 	now := q.s.now().UTC()
@@ -106,6 +111,10 @@ func pendingParam(v url.Values) string {
 func (q *request) signin() {
 	if !q.s.cfg.Dev || q.s.upstream != nil {
 		q.errorPage(http.StatusNotFound, "No dev sign-in here", "The dev sign-in page exists only under --dev with no identity provider configured.")
+		return
+	}
+	if !loopbackIssuer(q.issuer) {
+		q.devOnLoopbackOnly()
 		return
 	}
 	var v url.Values
@@ -290,4 +299,28 @@ func (q *request) parseForm() bool {
 		return false
 	}
 	return true
+}
+
+// loopbackIssuer reports whether the server was reached by a loopback name. The dev
+// sign-in page lets anyone act as any member: the process listening on loopback is
+// not enough (a tunnel or reverse proxy in front of it reaches it there too), so the
+// page is also refused to every request that came by a public name.
+func loopbackIssuer(issuer string) bool {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return false
+	}
+	switch h := u.Hostname(); h {
+	case "localhost":
+		return true
+	default:
+		ip := net.ParseIP(h)
+		return ip != nil && ip.IsLoopback()
+	}
+}
+
+func (q *request) devOnLoopbackOnly() {
+	q.errorPage(http.StatusForbidden, "The dev sign-in page is for this machine only",
+		"This server was reached as "+q.issuer+", not by a loopback address, and its only sign-in is the dev page, which lets anyone act as any member. "+
+			"To sign people in through a public URL, start aacmcp serve with --oidc-issuer.")
 }
