@@ -481,8 +481,10 @@ func (s *Store) ListOAuthGrants(ctx context.Context, ws, user string) ([]store.O
 	}
 	for start := 0; start < len(entries); start += 100 {
 		chunk := entries[start:min(start+100, len(entries))]
-		keys := make([]item, 0, len(chunk))
+		ids := make([]string, 0, len(chunk))
 		created := make([]time.Time, 0, len(chunk))
+		var keys []item
+		seen := map[string]bool{} // entries of two generations of one id name one item
 		for _, e := range chunk {
 			d := decoder{it: e}
 			id, c := d.str("grant_id"), d.time("created_at")
@@ -492,15 +494,18 @@ func (s *Store) ListOAuthGrants(ctx context.Context, ws, user string) ([]store.O
 			if d.err != nil {
 				return nil, fail(op, d.err)
 			}
-			keys, created = append(keys, key(oauthGrantPK(id), skGrant)), append(created, c)
+			ids, created = append(ids, id), append(created, c)
+			if !seen[id] {
+				seen[id] = true
+				keys = append(keys, key(oauthGrantPK(id), skGrant))
+			}
 		}
 		got, err := s.batchGet(ctx, s.table, keys, op)
 		if err != nil {
 			return nil, err
 		}
-		for i, k := range keys { // in the entries' order
-			d := decoder{it: k}
-			it := got[keyID(d.str(attrPK), skGrant)]
+		for i, id := range ids { // in the entries' order
+			it := got[keyID(oauthGrantPK(id), skGrant)]
 			if it == nil {
 				continue // the entry of a create that crashed before its grant
 			}

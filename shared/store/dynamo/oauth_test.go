@@ -1,0 +1,481 @@
+package dynamo_test
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aacworkflow/aacmcp/infra/tables"
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
+)
+
+func oauthID(prefix string) string { return prefix + "_" + strings.ToLower(store.NewULID()) }
+
+func testGrant(ws, user string, at time.Time) store.OAuthGrant {
+	return store.OAuthGrant{ID: oauthID("grant"), ClientID: "https://client.example/meta.json", ClientName: "Client",
+		WorkspaceID: ws, UserID: user, Scopes: []string{"issues:read"}, Resource: "https://mcp.example/mcp",
+		CreatedAt: at, LastUsedAt: at, ExpiresAt: at.Add(30 * 24 * time.Hour)}
+}
+
+func mustOK(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestOAuthLostResponseAppliesOnce: every conditional OAuth write whose response is
+// lost is resent by the SDK, and the resent request must not turn the caller's win
+// into a loss (or apply twice). Each case drops the response of exactly one request.
+func TestOAuthLostResponseAppliesOnce(t *testing.T) {
+	dr := &dropper{next: http.DefaultTransport.(*http.Transport).Clone()}
+	e := newEnv(t, envConfig{transport: func(cfg *aws.Config) {
+		cfg.HTTPClient = &http.Client{Transport: dr}
+	}})
+	ctx := t.Context()
+	s := e.store
+	at := time.Now().UTC().Truncate(time.Millisecond)
+
+	tests := []struct {
+		name  string
+		op    string
+		parts []string
+		act   func(t *testing.T) (check func(t *testing.T))
+	}{
+		{
+			// The winner's resent redemption finds the code used, by its own nonce:
+			// it is still the first redemption (UsedAt nil), or the caller would
+			// revoke the grant it just created.
+			name: "ConsumeOAuthCode", op: "UpdateItem", parts: []string{"used_by"},
+			act: func(t *testing.T) func(t *testing.T) {
+				c := store.OAuthCode{Hash: auth.Hash(oauthID("code")), GrantID: oauthID("grant"), ClientID: "c",
+					WorkspaceID: "ws", UserID: "u", CreatedAt: at, ExpiresAt: at.Add(time.Minute)}
+				mustOK(t, "CreateOAuthCode", s.CreateOAuthCode(ctx, c))
+				got, err := s.ConsumeOAuthCode(ctx, c.Hash, at.Add(time.Second))
+				mustOK(t, "ConsumeOAuthCode", err)
+				if got.UsedAt != nil {
+					t.Errorf("first redemption whose response was lost: UsedAt %v, want nil", got.UsedAt)
+				}
+				return func(t *testing.T) {
+					again, err := s.ConsumeOAuthCode(ctx, c.Hash, at.Add(time.Minute/2))
+					if err != nil || again.UsedAt == nil || !again.UsedAt.Equal(at.Add(time.Second)) {
+						t.Errorf("second redemption = UsedAt %v, %v; want the first's %v", again.UsedAt, err, at.Add(time.Second))
+					}
+				}
+			},
+		},
+		{
+			name: "DeleteOAuthPending", op: "UpdateItem", parts: []string{"SET consumed_by"},
+			act: func(t *testing.T) func(t *testing.T) {
+				p := store.OAuthPending{ID: oauthID("pend"), Purpose: "authorize", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+				mustOK(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, p))
+				mustOK(t, "DeleteOAuthPending whose response was lost", s.DeleteOAuthPending(ctx, p.ID))
+				return func(t *testing.T) {
+					if _, err := s.GetOAuthPending(ctx, p.ID); !apperr.Is(err, apperr.NotFound) {
+						t.Errorf("GetOAuthPending after the consumption: %v, want not_found", err)
+					}
+				}
+			},
+		},
+		{
+			name: "UpdateOAuthPending", op: "PutItem", parts: []string{"attribute_not_exists(consumed_by) AND"},
+			act: func(t *testing.T) func(t *testing.T) {
+				p := store.OAuthPending{ID: oauthID("pend"), Purpose: "authorize", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+				mustOK(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, p))
+				p.Subject = "dev:alice"
+				mustOK(t, "UpdateOAuthPending whose response was lost", s.UpdateOAuthPending(ctx, p))
+				return func(t *testing.T) {
+					if got, err := s.GetOAuthPending(ctx, p.ID); err != nil || got.Subject != "dev:alice" {
+						t.Errorf("GetOAuthPending = %+v, %v", got, err)
+					}
+				}
+			},
+		},
+		{
+			name: "UpdateOAuthGrantRotate commit", op: "UpdateItem", parts: []string{"rot_nonce"},
+			act: func(t *testing.T) func(t *testing.T) { return rotateOnce(t, s, at) },
+		},
+		{
+			name: "UpdateOAuthGrantRotate new hash", op: "PutItem", parts: []string{`"REFRESH"`, `"current"`},
+			act: func(t *testing.T) func(t *testing.T) { return rotateOnce(t, s, at) },
+		},
+		{
+			name: "CreateOAuthGrant", op: "PutItem", parts: []string{"list_until"},
+			act: func(t *testing.T) func(t *testing.T) {
+				g := testGrant("ws_lost", oauthID("u"), at)
+				mustOK(t, "CreateOAuthGrant whose response was lost", s.CreateOAuthGrant(ctx, g))
+				return func(t *testing.T) {
+					if _, err := s.GetOAuthGrant(ctx, g.ID); err != nil {
+						t.Errorf("GetOAuthGrant: %v", err)
+					}
+				}
+			},
+		},
+		{
+			name: "CreateOAuthClient", op: "PutItem", parts: []string{"token_endpoint_auth_method"},
+			act: func(t *testing.T) func(t *testing.T) {
+				c := store.OAuthClient{ClientID: oauthID("client"), Name: "c", TokenEndpointAuthMethod: "none", CreatedAt: at}
+				mustOK(t, "CreateOAuthClient whose response was lost", s.CreateOAuthClient(ctx, c))
+				return func(t *testing.T) {
+					if _, err := s.GetOAuthClient(ctx, c.ClientID); err != nil {
+						t.Errorf("GetOAuthClient: %v", err)
+					}
+				}
+			},
+		},
+		{
+			name: "UpdateOAuthClientUsed", op: "UpdateItem", parts: []string{"SET last_used_at"},
+			act: func(t *testing.T) func(t *testing.T) {
+				c := store.OAuthClient{ClientID: oauthID("client"), Name: "c", CreatedAt: at}
+				mustOK(t, "CreateOAuthClient", s.CreateOAuthClient(ctx, c))
+				mustOK(t, "UpdateOAuthClientUsed whose response was lost", s.UpdateOAuthClientUsed(ctx, c.ClientID, at.Add(time.Hour)))
+				return func(t *testing.T) {
+					if got, err := s.GetOAuthClient(ctx, c.ClientID); err != nil || !got.LastUsedAt.Equal(at.Add(time.Hour)) {
+						t.Errorf("GetOAuthClient = %+v, %v", got, err)
+					}
+				}
+			},
+		},
+		{
+			name: "UpdateMember record", op: "UpdateItem", parts: []string{"mnonce", "#role"},
+			act: func(t *testing.T) func(t *testing.T) {
+				ws := memberWorkspace(t, s)
+				email := oauthID("m") + "@example.com"
+				_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleAdmin, Email: email})
+				mustOK(t, "UpdateMember whose response was lost", err)
+				return func(t *testing.T) { wantByEmail(t, s, email, ws+"/alice") }
+			},
+		},
+		{
+			name: "DeleteMember record", op: "DeleteItem", parts: []string{`WS#`, "mnonce"},
+			act: func(t *testing.T) func(t *testing.T) {
+				ws := memberWorkspace(t, s)
+				email := oauthID("m") + "@example.com"
+				_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleAdmin, Email: email})
+				mustOK(t, "UpdateMember", err)
+				mustOK(t, "DeleteMember whose response was lost", s.DeleteMember(ctx, ws, "alice"))
+				return func(t *testing.T) {
+					wantByEmail(t, s, email)
+					if _, err := s.GetMember(ctx, ws, "alice"); !apperr.Is(err, apperr.NotFound) {
+						t.Errorf("GetMember after delete: %v", err)
+					}
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.calls.Reset()
+			dr.arm(tc.op, tc.parts...)
+			check := tc.act(t)
+			if err := s.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := dr.firedOps(); len(got) != 1 {
+				t.Fatalf("dropped responses = %v, want one %s (the test did not exercise a retry)", got, tc.op)
+			}
+			if calls, attempts := e.calls.Calls()[tc.op], e.calls.Attempts()[tc.op]; attempts != calls+1 {
+				t.Errorf("%s: %d calls, %d attempts; want exactly one retry", tc.op, calls, attempts)
+			}
+			dr.arm("none")
+			check(t)
+		})
+	}
+}
+
+// rotateOnce creates a grant and rotates it twice (redemption, then a refresh); the
+// check wants the refresh current and the redemption's hash rotated.
+func rotateOnce(t *testing.T, s *dynamo.Store, at time.Time) func(t *testing.T) {
+	ctx := t.Context()
+	g := testGrant("ws_lost", oauthID("u"), at)
+	g.RefreshHash = auth.Hash(oauthID("r"))
+	mustOK(t, "CreateOAuthGrant", s.CreateOAuthGrant(ctx, g))
+	h1 := auth.Hash(oauthID("r"))
+	got, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: g.RefreshHash, NewRefreshHash: h1,
+		AccessTokenID: "tok_1", At: at.Add(time.Minute), ExpiresAt: g.ExpiresAt.Add(time.Minute)})
+	mustOK(t, "UpdateOAuthGrantRotate whose response was lost", err)
+	if got.RefreshHash != h1 || !slices.Equal(got.AccessTokenIDs, []string{"tok_1"}) {
+		t.Errorf("rotation returned refresh %q tokens %v", got.RefreshHash, got.AccessTokenIDs)
+	}
+	return func(t *testing.T) {
+		if _, current, err := s.GetOAuthGrantByRefresh(ctx, h1); err != nil || !current {
+			t.Errorf("new hash: current=%v %v, want current", current, err)
+		}
+		if _, current, err := s.GetOAuthGrantByRefresh(ctx, g.RefreshHash); err != nil || current {
+			t.Errorf("old hash: current=%v %v, want rotated", current, err)
+		}
+	}
+}
+
+func memberWorkspace(t *testing.T, s *dynamo.Store) string {
+	t.Helper()
+	ws := oauthID("ws")
+	_, err := s.CreateWorkspace(t.Context(), store.Workspace{ID: ws, Key: "AAC", Name: ws})
+	mustOK(t, "CreateWorkspace", err)
+	return ws
+}
+
+// wantByEmail checks which members (ws/user) ListMembersByEmail finds.
+func wantByEmail(t *testing.T, s *dynamo.Store, email string, want ...string) {
+	t.Helper()
+	list, err := s.ListMembersByEmail(t.Context(), email)
+	mustOK(t, "ListMembersByEmail", err)
+	got := []string{}
+	for _, m := range list {
+		got = append(got, m.WorkspaceID+"/"+m.UserID)
+	}
+	if want == nil {
+		want = []string{}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ListMembersByEmail(%s) = %v, want %v", email, got, want)
+	}
+}
+
+// TestOAuthRotationCrashPoints: a rotation that died after claiming its new hash, or
+// after also marking the old one rotated, leaves the grant as it was: the old token
+// still current, the new one unknown, and the next rotation works.
+func TestOAuthRotationCrashPoints(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for _, marked := range []bool{false, true} {
+		t.Run("marked="+strconv.FormatBool(marked), func(t *testing.T) {
+			g := testGrant("ws_crash", oauthID("u"), at)
+			g.RefreshHash = auth.Hash(oauthID("r"))
+			mustOK(t, "CreateOAuthGrant", s.CreateOAuthGrant(ctx, g))
+			lost := auth.Hash(oauthID("r"))
+			mustOK(t, "crashed rotation", dynamo.CrashRotation(ctx, s, g.ID, lost, marked))
+
+			if got, current, err := s.GetOAuthGrantByRefresh(ctx, g.RefreshHash); err != nil || !current || got.ID != g.ID {
+				t.Errorf("old hash after the crash: current=%v %v, want current", current, err)
+			}
+			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !apperr.Is(err, apperr.NotFound) {
+				t.Errorf("the crashed rotation's hash: %v, want not_found (it was never handed out)", err)
+			}
+			next := auth.Hash(oauthID("r"))
+			_, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: g.RefreshHash, NewRefreshHash: next, At: at})
+			mustOK(t, "rotation after the crash", err)
+			if _, current, err := s.GetOAuthGrantByRefresh(ctx, next); err != nil || !current {
+				t.Errorf("new hash: current=%v %v", current, err)
+			}
+			if _, current, err := s.GetOAuthGrantByRefresh(ctx, g.RefreshHash); err != nil || current {
+				t.Errorf("old hash after the real rotation: current=%v %v, want rotated", current, err)
+			}
+			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !apperr.Is(err, apperr.NotFound) {
+				t.Errorf("the crashed rotation's hash after a real one: %v, want not_found", err)
+			}
+		})
+	}
+}
+
+// TestOAuthRefreshHashOfAnEarlierGrant: a grant that expired and was created again
+// under the same id does not inherit the old grant's refresh hashes.
+func TestOAuthRefreshHashOfAnEarlierGrant(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	old := testGrant("ws_reuse", "alice", at.Add(-48*time.Hour))
+	old.ExpiresAt, old.RefreshHash = at.Add(-time.Hour), auth.Hash(oauthID("r"))
+	mustOK(t, "CreateOAuthGrant (expired)", s.CreateOAuthGrant(ctx, old))
+	again := old
+	again.CreatedAt, again.LastUsedAt, again.ExpiresAt, again.RefreshHash = at, at, at.Add(time.Hour), auth.Hash(oauthID("r"))
+	mustOK(t, "CreateOAuthGrant over the expired one", s.CreateOAuthGrant(ctx, again))
+	if _, _, err := s.GetOAuthGrantByRefresh(ctx, old.RefreshHash); !apperr.Is(err, apperr.NotFound) {
+		t.Errorf("the expired grant's hash: %v, want not_found", err)
+	}
+	if _, current, err := s.GetOAuthGrantByRefresh(ctx, again.RefreshHash); err != nil || !current {
+		t.Errorf("the new grant's hash: current=%v %v", current, err)
+	}
+	list, err := s.ListOAuthGrants(ctx, "ws_reuse", "")
+	mustOK(t, "ListOAuthGrants", err)
+	if len(list) != 1 || !list[0].CreatedAt.Equal(at) {
+		t.Errorf("ListOAuthGrants = %+v, want only the new grant (the old entry names the old one)", list)
+	}
+}
+
+// TestMemberLookupsAfterACrash: an UpdateMember that died after writing the lookups of
+// a new e-mail, before the member record, leaves the record the truth: the new e-mail
+// finds nobody, the old one still finds the member.
+func TestMemberLookupsAfterACrash(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	ws := memberWorkspace(t, s)
+	old, newer := oauthID("old")+"@example.com", oauthID("new")+"@example.com"
+	_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: old})
+	mustOK(t, "UpdateMember", err)
+	mustOK(t, "crashed UpdateMember", dynamo.CrashMemberUpdate(ctx, s, store.Member{WorkspaceID: ws, UserID: "alice", Email: newer}))
+	wantByEmail(t, s, newer)
+	wantByEmail(t, s, old, ws+"/alice")
+
+	// A member that never existed, with lookups from a crashed first write.
+	mustOK(t, "crashed UpdateMember (new member)", dynamo.CrashMemberUpdate(ctx, s, store.Member{WorkspaceID: ws, UserID: "ghost", Email: newer}))
+	wantByEmail(t, s, newer)
+	if list, err := s.ListMembersOfUser(ctx, "ghost"); err != nil || len(list) != 0 {
+		t.Errorf("ListMembersOfUser(ghost) = %+v, %v; want none", list, err)
+	}
+}
+
+// TestMemberWritersRace: concurrent writers of one member, each with its own e-mail,
+// and one delete-and-recreate: whatever order they land in, the e-mail of the record
+// that is left finds it, and no other e-mail does. memberAttempts (5) covers up to
+// five writers of one member at once, so every call here must succeed.
+func TestMemberWritersRace(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	for round := range 4 {
+		ws := memberWorkspace(t, s)
+		emails := make([]string, 4)
+		for i := range emails {
+			emails[i] = oauthID("w"+strconv.Itoa(i)) + "@example.com"
+		}
+		_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: emails[0]})
+		mustOK(t, "UpdateMember", err)
+		var wg sync.WaitGroup
+		errs := make([]error, len(emails))
+		start := make(chan struct{})
+		for i := range emails {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: emails[i]})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d: writer %d: %v", round, i, err)
+			}
+		}
+		m, err := s.GetMember(ctx, ws, "alice")
+		mustOK(t, "GetMember", err)
+		for _, email := range emails {
+			if email == m.Email {
+				wantByEmail(t, s, email, ws+"/alice")
+			} else {
+				wantByEmail(t, s, email)
+			}
+		}
+		if list, err := s.ListMembersOfUser(ctx, "alice"); err != nil || !slices.ContainsFunc(list, func(x store.Member) bool { return x.WorkspaceID == ws }) {
+			t.Errorf("round %d: ListMembersOfUser(alice) = %+v, %v; want the member in %s", round, list, err, ws)
+		}
+	}
+}
+
+// TestOAuthItemLayout: every OAuth and lookup item lies outside the tenant prefix (in
+// its key and its index key), and every OAuth item that expires carries the table's
+// TTL attribute, no earlier than its expiry. A grant's list entry moves its TTL past
+// the grant's new expiry when a refresh passes it. The test reads the table with a
+// Scan, which the store itself never does.
+func TestOAuthItemLayout(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	ws := memberWorkspace(t, s)
+	_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleAdmin, Email: "Alice@Example.com"})
+	mustOK(t, "UpdateMember", err)
+	mustOK(t, "CreateOAuthClient", s.CreateOAuthClient(ctx, store.OAuthClient{ClientID: oauthID("client"), CreatedAt: at}))
+	mustOK(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, store.OAuthPending{ID: oauthID("pend"), CreatedAt: at, ExpiresAt: at.Add(10 * time.Minute)}))
+	mustOK(t, "CreateOAuthCode", s.CreateOAuthCode(ctx, store.OAuthCode{Hash: auth.Hash("c"), CreatedAt: at, ExpiresAt: at.Add(time.Minute)}))
+	g := testGrant(ws, "alice", at)
+	g.ExpiresAt, g.RefreshHash = at.Add(time.Hour), auth.Hash("r0")
+	mustOK(t, "CreateOAuthGrant", s.CreateOAuthGrant(ctx, g))
+	far := at.Add(30 * 24 * time.Hour)
+	_, err = s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: g.RefreshHash, NewRefreshHash: auth.Hash("r1"), At: at, ExpiresAt: far})
+	mustOK(t, "UpdateOAuthGrantRotate", err)
+	mustOK(t, "UpdateOAuthPolicy", s.UpdateOAuthPolicy(ctx, store.OAuthPolicy{Mode: store.OAuthPolicyAny}))
+
+	var items []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(e.client, &dynamodb.ScanInput{TableName: aws.String(e.main)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		mustOK(t, "Scan", err)
+		items = append(items, page.Items...)
+	}
+	str := func(it map[string]types.AttributeValue, name string) string {
+		v, _ := it[name].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	kinds := map[string]int{}
+	for _, it := range items {
+		pk := str(it, "PK")
+		if strings.HasPrefix(pk, tables.TenantPrefix) {
+			continue
+		}
+		if !strings.HasPrefix(pk, tables.OAuthPrefix) && !strings.HasPrefix(pk, tables.MemberLookupPrefix) {
+			t.Errorf("item %s/%s: key outside the tenant, OAuth and lookup prefixes", pk, str(it, "SK"))
+		}
+		if gsi := str(it, "GSI1PK"); gsi != "" && !strings.HasPrefix(gsi, tables.OAuthPrefix) {
+			t.Errorf("item %s: index key %s outside the OAuth prefix", pk, gsi)
+		}
+		if strings.Contains(pk, "example.com") {
+			t.Errorf("item %s: an e-mail in a key", pk)
+		}
+		kind := str(it, "SK")
+		if strings.HasPrefix(pk, tables.OAuthPrefix+"WSGRANTS#") {
+			kind = "list entry"
+		}
+		if strings.HasPrefix(pk, tables.MemberLookupPrefix) || kind == "POLICY" {
+			kinds[kind]++
+			continue // lookups and the policy do not expire
+		}
+		kinds[kind]++
+		n, ok := it["ttl"].(*types.AttributeValueMemberN)
+		if !ok {
+			t.Errorf("item %s/%s lacks the TTL attribute", pk, kind)
+			continue
+		}
+		ttl, err := strconv.ParseInt(n.Value, 10, 64)
+		mustOK(t, "ttl", err)
+		var expires time.Time
+		switch kind {
+		case skClientKind:
+			expires = at.Add(store.OAuthClientLapse) // a client's expiry is its lapse
+		case "list entry":
+			expires = far // the grant's expiry after the refresh
+		default:
+			expires, err = time.Parse(time.RFC3339Nano, str(it, "expires_at"))
+			mustOK(t, "expires_at of "+pk, err)
+		}
+		if ttl < expires.Unix() {
+			t.Errorf("item %s/%s: ttl %d before its expiry %v", pk, kind, ttl, expires)
+		}
+	}
+	for _, k := range []string{skClientKind, "PENDING", "CODE", "GRANT", "REFRESH", "list entry", "POLICY"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s item found: %v", k, kinds)
+		}
+	}
+	if kinds["REFRESH"] != 2 {
+		t.Errorf("%d refresh hash items, want 2 (current and rotated)", kinds["REFRESH"])
+	}
+	if n := len(items) - countPrefix(items, tables.TenantPrefix) - countPrefix(items, tables.OAuthPrefix); n != 2 {
+		t.Errorf("%d member lookup items, want 2 (by e-mail, by user)", n)
+	}
+}
+
+const skClientKind = "CLIENT"
+
+func countPrefix(items []map[string]types.AttributeValue, prefix string) int {
+	n := 0
+	for _, it := range items {
+		if v, ok := it["PK"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(v.Value, prefix) {
+			n++
+		}
+	}
+	return n
+}
