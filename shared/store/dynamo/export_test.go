@@ -58,3 +58,6 @@ func CrashMemberUpdate(ctx context.Context, s *Store, m store.Member) error {
 	}
 	return s.putMemberLookup(ctx, memberEmailPK(strings.ToLower(m.Email)), emailLookupSK(m.WorkspaceID, m.UserID), m, n, "test")
 }
+
+// MemberEmailPK is the partition key of an e-mail's member lookups.
+func MemberEmailPK(email string) string { return memberEmailPK(email) }

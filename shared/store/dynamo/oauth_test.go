@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -281,26 +282,44 @@ func TestOAuthRotationCrashPoints(t *testing.T) {
 }
 
 // TestOAuthRefreshHashOfAnEarlierGrant: a grant that expired and was created again
-// under the same id does not inherit the old grant's refresh hashes.
+// under the same id does not inherit the old grant's refresh hashes: a rotated hash of
+// the old one must not read as a reused token of the new one (which would revoke it).
 func TestOAuthRefreshHashOfAnEarlierGrant(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	ctx, s := t.Context(), e.store
-	at := time.Now().UTC().Truncate(time.Millisecond)
-	old := testGrant("ws_reuse", "alice", at.Add(-48*time.Hour))
-	old.ExpiresAt, old.RefreshHash = at.Add(-time.Hour), auth.Hash(oauthID("r"))
-	mustOK(t, "CreateOAuthGrant (expired)", s.CreateOAuthGrant(ctx, old))
+	ctx := t.Context()
+	var mu sync.Mutex
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := dynamo.New(e.client, e.main, e.tokens, dynamo.WithClock(clock))
+	at := clock()
+	// Two rotations, the second to a shorter lifetime (a server restarted with a
+	// shorter refresh TTL): the first hash, rotated, then outlives its grant.
+	old := testGrant("ws_reuse", "alice", at)
+	old.RefreshHash = auth.Hash(oauthID("r"))
+	mustOK(t, "CreateOAuthGrant", s.CreateOAuthGrant(ctx, old))
+	h1 := auth.Hash(oauthID("r"))
+	_, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: old.ID, OldRefreshHash: old.RefreshHash,
+		NewRefreshHash: h1, At: at, ExpiresAt: old.ExpiresAt})
+	mustOK(t, "UpdateOAuthGrantRotate", err)
+	_, err = s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: old.ID, OldRefreshHash: h1,
+		NewRefreshHash: auth.Hash(oauthID("r")), At: at, ExpiresAt: at.Add(time.Hour)})
+	mustOK(t, "UpdateOAuthGrantRotate (shorter)", err)
+
+	mu.Lock()
+	now = now.Add(2 * time.Hour) // the old grant has expired
+	mu.Unlock()
 	again := old
-	again.CreatedAt, again.LastUsedAt, again.ExpiresAt, again.RefreshHash = at, at, at.Add(time.Hour), auth.Hash(oauthID("r"))
+	again.CreatedAt, again.LastUsedAt, again.ExpiresAt, again.RefreshHash = clock(), clock(), clock().Add(time.Hour), auth.Hash(oauthID("r"))
 	mustOK(t, "CreateOAuthGrant over the expired one", s.CreateOAuthGrant(ctx, again))
 	if _, _, err := s.GetOAuthGrantByRefresh(ctx, old.RefreshHash); !apperr.Is(err, apperr.NotFound) {
-		t.Errorf("the expired grant's hash: %v, want not_found", err)
+		t.Errorf("the expired grant's rotated hash: %v, want not_found", err)
 	}
 	if _, current, err := s.GetOAuthGrantByRefresh(ctx, again.RefreshHash); err != nil || !current {
 		t.Errorf("the new grant's hash: current=%v %v", current, err)
 	}
 	list, err := s.ListOAuthGrants(ctx, "ws_reuse", "")
 	mustOK(t, "ListOAuthGrants", err)
-	if len(list) != 1 || !list[0].CreatedAt.Equal(at) {
+	if len(list) != 1 || !list[0].CreatedAt.Equal(again.CreatedAt) {
 		t.Errorf("ListOAuthGrants = %+v, want only the new grant (the old entry names the old one)", list)
 	}
 }
@@ -385,7 +404,9 @@ func TestOAuthItemLayout(t *testing.T) {
 	ws := memberWorkspace(t, s)
 	_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleAdmin, Email: "Alice@Example.com"})
 	mustOK(t, "UpdateMember", err)
-	mustOK(t, "CreateOAuthClient", s.CreateOAuthClient(ctx, store.OAuthClient{ClientID: oauthID("client"), CreatedAt: at}))
+	client := oauthID("client")
+	mustOK(t, "CreateOAuthClient", s.CreateOAuthClient(ctx, store.OAuthClient{ClientID: client, CreatedAt: at}))
+	mustOK(t, "UpdateOAuthClientUsed", s.UpdateOAuthClientUsed(ctx, client, at.Add(48*time.Hour)))
 	mustOK(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, store.OAuthPending{ID: oauthID("pend"), CreatedAt: at, ExpiresAt: at.Add(10 * time.Minute)}))
 	mustOK(t, "CreateOAuthCode", s.CreateOAuthCode(ctx, store.OAuthCode{Hash: auth.Hash("c"), CreatedAt: at, ExpiresAt: at.Add(time.Minute)}))
 	g := testGrant(ws, "alice", at)
@@ -443,8 +464,13 @@ func TestOAuthItemLayout(t *testing.T) {
 		mustOK(t, "ttl", err)
 		var expires time.Time
 		switch kind {
-		case skClientKind:
-			expires = at.Add(store.OAuthClientLapse) // a client's expiry is its lapse
+		case skClientKind: // a client's expiry is its lapse, from its last use
+			used, err := time.Parse(time.RFC3339Nano, str(it, "last_used_at"))
+			mustOK(t, "last_used_at", err)
+			if !used.Equal(at.Add(48 * time.Hour)) {
+				t.Errorf("client last used %v, want %v", used, at.Add(48*time.Hour))
+			}
+			expires = used.Add(store.OAuthClientLapse)
 		case "list entry":
 			expires = far // the grant's expiry after the refresh
 		default:
@@ -478,4 +504,53 @@ func countPrefix(items []map[string]types.AttributeValue, prefix string) int {
 		}
 	}
 	return n
+}
+
+// holdAPI holds back the DeleteItem of one member e-mail lookup until released.
+type holdAPI struct {
+	dynamo.API
+	pk       string
+	held     chan struct{} // closed when the delete arrives
+	release  chan struct{}
+	holdOnce sync.Once
+}
+
+func (h *holdAPI) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if pk, ok := in.Key["PK"].(*types.AttributeValueMemberS); ok && pk.Value == h.pk {
+		h.holdOnce.Do(func() {
+			close(h.held)
+			<-h.release
+		})
+	}
+	return h.API.DeleteItem(ctx, in, opts...)
+}
+
+// TestMemberOldLookupDeleteLosesToANewerWriter: writer X moves alice from e1 to e0;
+// its delete of e1's lookup is held back while writer Y moves her back to e1. X's
+// delete then arrives after Y rewrote that lookup, and must leave it: it is
+// conditional on the version X read, which Y replaced.
+func TestMemberOldLookupDeleteLosesToANewerWriter(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, y := t.Context(), e.store
+	ws := memberWorkspace(t, y)
+	e0, e1 := oauthID("e0")+"@example.com", oauthID("e1")+"@example.com"
+	_, err := y.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: e1})
+	mustOK(t, "UpdateMember", err)
+	h := &holdAPI{pk: dynamo.MemberEmailPK(e1), held: make(chan struct{}), release: make(chan struct{})}
+	x := dynamo.New(e.client, e.main, e.tokens, dynamo.WithAPI(func(a dynamo.API) dynamo.API { h.API = a; return h }))
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: e0})
+		done <- err
+	}()
+	<-h.held
+	_, err = y.UpdateMember(ctx, store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleMember, Email: e1})
+	mustOK(t, "UpdateMember by the newer writer", err)
+	close(h.release)
+	mustOK(t, "UpdateMember by the held writer", <-done)
+	if m, err := y.GetMember(ctx, ws, "alice"); err != nil || m.Email != e1 {
+		t.Fatalf("GetMember = %+v, %v; want e-mail %s", m, err, e1)
+	}
+	wantByEmail(t, y, e1, ws+"/alice")
+	wantByEmail(t, y, e0)
 }
