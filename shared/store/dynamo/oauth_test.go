@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -553,4 +554,88 @@ func TestMemberOldLookupDeleteLosesToANewerWriter(t *testing.T) {
 	}
 	wantByEmail(t, y, e1, ws+"/alice")
 	wantByEmail(t, y, e0)
+}
+
+// TestOAuthRoundTrips pins the DynamoDB calls each OAuth store method makes,
+// background writes included, as TestRoundTrips does for the rest: the token
+// endpoint's latency is the sum of these.
+func TestOAuthRoundTrips(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ctx, s := t.Context(), e.store
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	ws := memberWorkspace(t, s)
+	client := store.OAuthClient{ClientID: oauthID("client"), CreatedAt: at}
+	pending := store.OAuthPending{ID: oauthID("pend"), CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+	code := store.OAuthCode{Hash: auth.Hash(oauthID("code")), CreatedAt: at, ExpiresAt: at.Add(time.Minute)}
+	g := testGrant(ws, "alice", at)
+	h0, h1 := auth.Hash(oauthID("r")), auth.Hash(oauthID("r"))
+	withRefresh := testGrant(ws, "alice", at)
+	withRefresh.RefreshHash = auth.Hash(oauthID("r"))
+	member := store.Member{WorkspaceID: ws, UserID: "alice", Role: store.RoleAdmin, Email: "alice@example.com"}
+
+	tests := []struct {
+		method string
+		want   int64
+		call   func() error
+	}{
+		{"CreateOAuthClient", 1, func() error { return s.CreateOAuthClient(ctx, client) }},
+		{"GetOAuthClient", 1, func() error { _, err := s.GetOAuthClient(ctx, client.ClientID); return err }},
+		{"UpdateOAuthClientUsed", 1, func() error { return s.UpdateOAuthClientUsed(ctx, client.ClientID, at.Add(time.Hour)) }},
+		{"UpdateOAuthClientUsed (earlier)", 2, func() error { return s.UpdateOAuthClientUsed(ctx, client.ClientID, at) }},
+		{"ListOAuthClients", 1, func() error { _, err := s.ListOAuthClients(ctx); return err }},
+		{"DeleteOAuthClient", 2, func() error { return s.DeleteOAuthClient(ctx, client.ClientID) }},
+		{"CreateOAuthPending", 1, func() error { return s.CreateOAuthPending(ctx, pending) }},
+		{"GetOAuthPending", 1, func() error { _, err := s.GetOAuthPending(ctx, pending.ID); return err }},
+		{"UpdateOAuthPending", 1, func() error { return s.UpdateOAuthPending(ctx, pending) }},
+		// The mark on the request path, the delete after it.
+		{"DeleteOAuthPending", 2, func() error { return s.DeleteOAuthPending(ctx, pending.ID) }},
+		{"CreateOAuthCode", 1, func() error { return s.CreateOAuthCode(ctx, code) }},
+		{"ConsumeOAuthCode", 1, func() error { _, err := s.ConsumeOAuthCode(ctx, code.Hash, at); return err }},
+		{"ConsumeOAuthCode (replay)", 2, func() error { _, err := s.ConsumeOAuthCode(ctx, code.Hash, at); return err }},
+		{"CreateOAuthGrant", 2, func() error { return s.CreateOAuthGrant(ctx, g) }},
+		{"CreateOAuthGrant with refresh", 3, func() error { return s.CreateOAuthGrant(ctx, withRefresh) }},
+		{"GetOAuthGrant", 1, func() error { _, err := s.GetOAuthGrant(ctx, g.ID); return err }},
+		{"UpdateOAuthGrantRotate (redeem)", 3, func() error {
+			_, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, NewRefreshHash: h0, At: at, ExpiresAt: g.ExpiresAt})
+			return err
+		}},
+		{"UpdateOAuthGrantRotate (refresh)", 4, func() error {
+			_, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: h0, NewRefreshHash: h1, At: at, ExpiresAt: g.ExpiresAt})
+			return err
+		}},
+		{"GetOAuthGrantByRefresh", 2, func() error { _, _, err := s.GetOAuthGrantByRefresh(ctx, h1); return err }},
+		{"UpdateOAuthGrantRevoked", 1, func() error { _, err := s.UpdateOAuthGrantRevoked(ctx, g.ID, at); return err }},
+		{"ListOAuthGrants(ws, user)", 1, func() error { _, err := s.ListOAuthGrants(ctx, ws, "alice"); return err }},
+		{"ListOAuthGrants(ws, \"\")", 2, func() error { _, err := s.ListOAuthGrants(ctx, ws, ""); return err }},
+		{"GetOAuthPolicy", 1, func() error { _, err := s.GetOAuthPolicy(ctx); return err }},
+		{"UpdateOAuthPolicy", 1, func() error { return s.UpdateOAuthPolicy(ctx, store.OAuthPolicy{Mode: store.OAuthPolicyAny}) }},
+		// workspace check, read, two lookups, the record.
+		{"UpdateMember (new)", 5, func() error { _, err := s.UpdateMember(ctx, member); return err }},
+		{"UpdateMember (new e-mail)", 6, func() error {
+			m := member
+			m.Email = "alice.new@example.com"
+			_, err := s.UpdateMember(ctx, m)
+			return err
+		}},
+		{"ListMembersByEmail", 2, func() error { _, err := s.ListMembersByEmail(ctx, "alice.new@example.com"); return err }},
+		{"ListMembersOfUser", 2, func() error { _, err := s.ListMembersOfUser(ctx, "alice"); return err }},
+		{"ListMembers", 1, func() error { _, err := s.ListMembers(ctx, ws); return err }},
+		{"DeleteMember", 4, func() error { return s.DeleteMember(ctx, ws, "alice") }},
+	}
+	var report strings.Builder
+	for _, tc := range tests {
+		e.calls.Reset()
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.method, err)
+		}
+		if err := s.Drain(ctx); err != nil {
+			t.Fatalf("%s: drain: %v", tc.method, err)
+		}
+		got, total := e.calls.Calls(), e.calls.Total()
+		fmt.Fprintf(&report, "\n  %-34s %d  %v", tc.method, total, describe(got))
+		if total != tc.want {
+			t.Errorf("%s made %d calls %v, want %d", tc.method, total, got, tc.want)
+		}
+	}
+	t.Log("DynamoDB calls per OAuth store method:" + report.String())
 }
