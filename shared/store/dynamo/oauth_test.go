@@ -345,6 +345,15 @@ func TestMemberLookupsAfterACrash(t *testing.T) {
 	if list, err := s.ListMembersOfUser(ctx, "ghost"); err != nil || len(list) != 0 {
 		t.Errorf("ListMembersOfUser(ghost) = %+v, %v; want none", list, err)
 	}
+
+	// An item under an e-mail's lookup partition that this store did not write (no
+	// member named in it) is skipped, not an error.
+	junk := oauthID("junk") + "@example.com"
+	_, err = e.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.main), Item: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: dynamo.MemberEmailPK(junk)}, "SK": &types.AttributeValueMemberS{Value: "junk"},
+	}})
+	mustOK(t, "PutItem", err)
+	wantByEmail(t, s, junk)
 }
 
 // TestMemberWritersRace: concurrent writers of one member, each with its own e-mail,
