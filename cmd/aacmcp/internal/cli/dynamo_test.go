@@ -16,6 +16,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 	"github.com/aacworkflow/aacmcp/test/emulator"
 )
@@ -100,6 +101,19 @@ func TestDynamoDBBackend(t *testing.T) {
 	mustRun(t, with("token", "revoke", tok.TokenID)...)
 	if _, err := v.Verify(ctx, tok.Token); !apperr.Is(err, apperr.InvalidToken) {
 		t.Errorf("Verify after revoke: %v, want invalid_token", err)
+	}
+
+	// The OAuth admin commands keep their state in the same tables.
+	mustRun(t, with("oauth", "clients", "allow", "https://claude.example/cimd")...)
+	pol := decodeJSON[store.OAuthPolicy](t, mustRun(t, with("oauth", "clients", "policy", "allowlist", "--json")...))
+	if pol.Mode != store.OAuthPolicyAllowlist || len(pol.Allowed) != 1 {
+		t.Errorf("oauth policy on DynamoDB = %+v", pol)
+	}
+	if gs := decodeJSON[[]store.OAuthGrant](t, mustRun(t, with("oauth", "grants", "list", "--json")...)); len(gs) != 0 {
+		t.Errorf("oauth grants list on new tables = %+v", gs)
+	}
+	if r := run(t, nil, with("oauth", "grants", "revoke", "grant_nope")...); r.code != ExitFailure {
+		t.Errorf("oauth grants revoke of an unknown grant: exit %d: %s", r.code, r.stderr)
 	}
 
 	// Failures against the backend are exit 1; the same workspace twice is a conflict.
