@@ -31,10 +31,11 @@ var sessionSetup = []string{
 	// time (a space is an error), hour 00-23, a fraction of 1-9 digits truncated to
 	// milliseconds, and a zone kept as the value's zone. DuckDB has no per-value zone,
 	// so only UTC (Z, +00:00, or none: the session zone) is accepted here; any other
-	// offset, and the rarer ISO forms (week or ordinal dates, fractions of an hour),
-	// are refused rather than answered differently.
+	// offset, and the rarer ISO forms (week or ordinal dates, fractions of an hour or
+	// minute, a time after a partial date), are refused rather than answered
+	// differently. A date alone may omit the day, or the month and day (January 1st).
 	`CREATE OR REPLACE TEMP MACRO aacmcp_iso8601(p) AS CAST(
-		p.y || '-' || p.mo || '-' || p.d || ' ' ||
+		p.y || '-' || CASE WHEN p.mo = '' THEN '01' ELSE p.mo END || '-' || CASE WHEN p.d = '' THEN '01' ELSE p.d END || ' ' ||
 		CASE WHEN p.h = '' THEN '00' ELSE p.h END || ':' ||
 		CASE WHEN p.mi = '' THEN '00' ELSE p.mi END || ':' ||
 		CASE WHEN p.sec = '' THEN '00' ELSE p.sec END || '.' ||
@@ -43,7 +44,7 @@ var sessionSetup = []string{
 		WHEN s IS NULL THEN NULL
 		WHEN NOT regexp_full_match(s, '` + iso8601Pattern + `') THEN error(
 			'from_iso8601_timestamp: "' || s || '" is not a timestamp both Athena and the local engine read the same way: ' ||
-			'write YYYY-MM-DD or YYYY-MM-DDTHH[:MM[:SS[.fff]]] with Z, +00:00 or no zone (Athena refuses a space instead of T; ' ||
+			'write YYYY[-MM[-DD]] or YYYY-MM-DDTHH[:MM[:SS[.fff]]] with Z, +00:00 or no zone (Athena refuses a space instead of T; ' ||
 			'other offsets are refused locally because Athena keeps them as the value''s zone)')
 		ELSE aacmcp_iso8601(regexp_extract(s, '` + iso8601Pattern + `', ['y', 'mo', 'd', 'h', 'mi', 'sec', 'frac']))
 	END`,
@@ -167,7 +168,7 @@ var sessionSetup = []string{
 const (
 	// iso8601Pattern is the part of Joda's ISODateTimeFormat.dateTimeParser() that
 	// gives the same instant in both engines.
-	iso8601Pattern = `^(\d{4})-(\d{2})-(\d{2})(?:T([01]\d|2[0-3])(?::([0-5]\d)(?::([0-5]\d)(?:[.,](\d{1,9}))?)?)?(?:Z|[+-]00(?::?00)?)?)?$`
+	iso8601Pattern = `^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T([01]\d|2[0-3])(?::([0-5]\d)(?::([0-5]\d)(?:[.,](\d{1,9}))?)?)?(?:Z|[+-]00(?::?00)?)?)?)?)?$`
 	timestampUnits = `'millisecond', 'second', 'minute', 'hour', 'day', 'week', 'month', 'quarter', 'year'`
 )
 

@@ -113,6 +113,8 @@ func TestTrinoContract(t *testing.T) {
 
 		// from_iso8601_timestamp [docs] examples (session zone UTC), then [joda].
 		{name: "from_iso8601 doc date", sql: `SELECT from_iso8601_timestamp('2020-05-11')`, athena: "2020-05-11T00:00:00Z"},
+		{name: "from_iso8601 year and month", sql: `SELECT from_iso8601_timestamp('2020-05')`, athena: "2020-05-01T00:00:00Z"},
+		{name: "from_iso8601 year", sql: `SELECT from_iso8601_timestamp('2020')`, athena: "2020-01-01T00:00:00Z"},
 		{name: "from_iso8601 doc time", sql: `SELECT from_iso8601_timestamp('2020-05-11T11:15:05')`, athena: "2020-05-11T11:15:05Z"},
 		{name: "from_iso8601 record form", sql: `SELECT from_iso8601_timestamp('2025-06-22T15:30:00.123Z')`, athena: "2025-06-22T15:30:00.123Z"},
 		{name: "from_iso8601 fraction truncated to ms", sql: `SELECT from_iso8601_timestamp('2025-06-22T15:30:00.123999999Z')`, athena: "2025-06-22T15:30:00.123Z"},
@@ -123,6 +125,7 @@ func TestTrinoContract(t *testing.T) {
 		{name: "from_iso8601 space instead of T", sql: `SELECT from_iso8601_timestamp('2025-06-22 15:30:00')`, athenaFails: "2025-06-22 15:30:00"},
 		{name: "from_iso8601 hour 24", sql: `SELECT from_iso8601_timestamp('2025-06-22T24:00:00Z')`, athenaFails: "2025-06-22T24:00:00Z"},
 		{name: "from_iso8601 ten fraction digits", sql: `SELECT from_iso8601_timestamp('2025-06-22T15:30:00.1234567891Z')`, athenaFails: "from_iso8601_timestamp"},
+		{name: "from_iso8601 zone after a date alone", sql: `SELECT from_iso8601_timestamp('2025-06-22Z')`, athenaFails: "from_iso8601_timestamp"},
 		{name: "from_iso8601 of a number", sql: `SELECT from_iso8601_timestamp(20250622)`, athenaFails: "from_iso8601_timestamp"},
 		// Athena answers 2020-05-11 11:15:05.055 +01:00 [docs] and keeps +01:00 for
 		// date_format and hour(); DuckDB keeps no zone per value.
