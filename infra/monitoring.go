@@ -8,11 +8,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -31,6 +35,9 @@ var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
 type monitoring struct {
 	topic     awssns.Topic
 	dashboard awscloudwatch.Dashboard
+	// errorObjects holds one message per object Firehose wrote under
+	// auditErrorPrefix, until an operator has looked at it.
+	errorObjects awssqs.Queue
 }
 
 func newMonitoring(scope constructs.Construct, cfg config.Config, d *dataTables, p *pipeline, fns *functionSet, a *api) *monitoring {
@@ -95,6 +102,11 @@ func newMonitoring(scope constructs.Construct, cfg config.Config, d *dataTables,
 		firehose("DeliveryToS3.Success", "Minimum"), 1, awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD)
 	alarm("AuditConversionFailureAlarm", "Audit records failed Parquet conversion (schema mismatch); they are under "+auditErrorPrefix,
 		firehose("FailedConversion.Records", "Sum"), 1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
+	m.errorObjects = newErrorObjectQueue(scope, p)
+	alarm("AuditErrorObjectAlarm", "Firehose wrote audit records it could not partition, convert or process under "+
+		auditErrorPrefix+": they are missing from the audit table. The queue's messages name the objects (docs/deploy.md)",
+		m.errorObjects.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes}),
+		1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
 	alarm("AuditDeliveryStaleAlarm", "The oldest audit record in Firehose is over 15 minutes old",
 		firehose("DeliveryToS3.DataFreshness", "Maximum"), 900, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD)
 
@@ -129,8 +141,49 @@ func newMonitoring(scope constructs.Construct, cfg config.Config, d *dataTables,
 		OkActions:    &[]any{m.topic.TopicArn()},
 	})
 
-	m.dashboard = newDashboard(scope, p, fns, a, d, fallback)
+	m.dashboard = newDashboard(scope, p, fns, a, d, fallback, m.errorObjects)
 	return m
+}
+
+// newErrorObjectQueue routes every object created under auditErrorPrefix to a queue.
+// Firehose files a record there for any failure (processing, dynamic partitioning,
+// format conversion, S3 delivery; each under its own !{firehose:error-output-type}
+// folder), and only conversion failures have a Firehose metric, so the object itself
+// is the signal. S3 sends Object Created to EventBridge as a durable, at-least-once
+// event (AWS: EventBridge event reference for S3; S3 Event Notifications), where S3
+// request metrics on a prefix filter are best effort and may never be delivered. The
+// queue keeps each event, with the object's key, for 14 days: the alarm stays on until
+// an operator has read and deleted them, as the forwarder's failure queue does.
+//
+// EventBridge delivery is set on the bucket's CloudFormation resource itself: the L2
+// (eventBridgeEnabled) would add CDK's notifications custom resource, a Lambda function
+// with a managed-policy role, to set what CloudFormation sets natively. Nothing else may
+// use the L2's notification methods on this bucket: that resource would overwrite it.
+func newErrorObjectQueue(scope constructs.Construct, p *pipeline) awssqs.Queue {
+	bucket := p.bucket.Node().DefaultChild().(awss3.CfnBucket)
+	bucket.SetNotificationConfiguration(&awss3.CfnBucket_NotificationConfigurationProperty{
+		EventBridgeConfiguration: &awss3.CfnBucket_EventBridgeConfigurationProperty{EventBridgeEnabled: jsii.Bool(true)},
+	})
+	q := awssqs.NewQueue(scope, jsii.String("AuditErrorObjects"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	suppress(q, "SQS3", "Nothing consumes this queue but an operator reading which objects failed; its messages "+
+		"are the record, and a dead-letter queue would have no failed consumer to catch.")
+	awsevents.NewRule(scope, jsii.String("AuditErrorObjectRule"), &awsevents.RuleProps{
+		Description: jsii.String("Every object Firehose writes under " + auditErrorPrefix + " in the audit bucket"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.s3"),
+			DetailType: jsii.Strings("Object Created"),
+			Detail: &map[string]any{
+				"bucket": map[string]any{"name": []any{p.bucket.BucketName()}},
+				"object": map[string]any{"key": []any{map[string]any{"prefix": auditErrorPrefix}}},
+			},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(q, nil)},
+	})
+	return q
 }
 
 // throttles sums a table's read and write throttle events, its indexes' included.
@@ -173,7 +226,7 @@ func search(metric, stat, label string, dims ...string) awscloudwatch.IMetric {
 	})
 }
 
-func newDashboard(scope constructs.Construct, p *pipeline, fns *functionSet, a *api, d *dataTables, fallback awscloudwatch.IMetric) awscloudwatch.Dashboard {
+func newDashboard(scope constructs.Construct, p *pipeline, fns *functionSet, a *api, d *dataTables, fallback awscloudwatch.IMetric, errorObjects awssqs.Queue) awscloudwatch.Dashboard {
 	graph := func(title string, left ...awscloudwatch.IMetric) awscloudwatch.GraphWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
 			Title: jsii.String(title), Left: &left, Width: jsii.Number(12), Height: jsii.Number(6),
@@ -223,7 +276,10 @@ func newDashboard(scope constructs.Construct, p *pipeline, fns *functionSet, a *
 	db.AddWidgets(
 		graph("Firehose delivery to S3",
 			firehose("DeliveryToS3.Records", "Sum"), firehose("DeliveryToS3.Success", "Average"),
-			firehose("FailedConversion.Records", "Sum")),
+			firehose("FailedConversion.Records", "Sum"),
+			errorObjects.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+				Label: jsii.String("objects under " + auditErrorPrefix + " not yet reviewed"), Period: fiveMinutes,
+			})),
 		graph("Firehose data freshness (s)", firehose("DeliveryToS3.DataFreshness", "Maximum")),
 	)
 	db.AddWidgets(

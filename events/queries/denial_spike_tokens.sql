@@ -1,4 +1,4 @@
--- Tokens with a spike of denials: at least 10 in the last hour and more than 3x their hourly average of the 24 hours before.
+-- Tokens with a spike of denials: at least 10 in the hour that ended 10 minutes ago and more than 3x their hourly average of the 24 hours before.
 -- Runs unchanged on Athena (Trino) and on DuckDB (`aacmcp audit query --saved denial_spike_tokens`).
 -- audit_log: in Athena, the table of that name in the Glue database the workgroup
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
@@ -10,21 +10,29 @@
 -- token's own hourly average over the previous 24 hours keeps a token that is always
 -- noisy (a misconfigured integration) from alerting every hour. A token with no
 -- history alerts at 10.
-WITH denied AS (
+-- The windows end 10 minutes ago, where both engines have the data: Firehose delivers
+-- up to 1.5x its 300 s buffer interval (7.5 minutes) late with dynamic partitioning, so
+-- Athena has no records of the last minutes yet while the local files do. Ending the
+-- windows before that gap gives the same answer on both (queries.DeliveryLag, checked
+-- against the stream's buffer interval in infra; docs/deploy.md).
+WITH bounds AS (
+    SELECT current_timestamp - INTERVAL '10' MINUTE AS window_end
+),
+denied AS (
     SELECT DISTINCT event_id, token_id, workspace_id, from_iso8601_timestamp("timestamp") AS ts
     FROM audit_log
     WHERE outcome = 'denied' AND token_id <> ''
       AND coalesce(event_type, 'tool_call') = 'tool_call'
-      AND dt >= date_format(current_timestamp - INTERVAL '25' HOUR, '%Y-%m-%d')
+      AND dt >= date_format(current_timestamp - INTERVAL '26' HOUR, '%Y-%m-%d')
 ),
 per_token AS (
     SELECT
         token_id,
         workspace_id,
-        count_if(ts >= current_timestamp - INTERVAL '1' HOUR) AS denials_last_hour,
-        count_if(ts < current_timestamp - INTERVAL '1' HOUR) AS denials_previous_24h
-    FROM denied
-    WHERE ts >= current_timestamp - INTERVAL '25' HOUR
+        count_if(ts >= window_end - INTERVAL '1' HOUR) AS denials_last_hour,
+        count_if(ts < window_end - INTERVAL '1' HOUR) AS denials_previous_24h
+    FROM denied CROSS JOIN bounds
+    WHERE ts >= window_end - INTERVAL '25' HOUR AND ts < window_end
     GROUP BY token_id, workspace_id
 )
 SELECT

@@ -14,7 +14,14 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 )
+
+// DeliveryLag is how far behind now a saved query's window must end so that Athena
+// has the records the local files have: Firehose with dynamic partitioning may
+// deliver up to 1.5x its buffer interval late (infra checks this against the
+// stream's interval). denial_spike_tokens ends its windows this long ago.
+const DeliveryLag = 10 * time.Minute
 
 // FS holds the .sql files.
 //

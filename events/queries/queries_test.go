@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -56,6 +57,24 @@ func TestReadmeListsEverySavedQuery(t *testing.T) {
 		}
 		if !slices.Equal(listed, Names()) {
 			t.Errorf("%s lists saved queries %v, want %v (in name order)", path, listed, Names())
+		}
+	}
+}
+
+// TestDenialSpikeEndsAtDeliveryLag keeps the SQL's window end equal to DeliveryLag,
+// the value infra checks against Firehose's buffer interval.
+func TestDenialSpikeEndsAtDeliveryLag(t *testing.T) {
+	q, err := Get("denial_spike_tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := fmt.Sprintf("SELECT current_timestamp - INTERVAL '%d' MINUTE AS window_end", int(DeliveryLag.Minutes()))
+	if !strings.Contains(q.SQL, end) {
+		t.Errorf("denial_spike_tokens.sql does not end its windows at DeliveryLag: want %q", end)
+	}
+	for _, stale := range []string{"current_timestamp - INTERVAL '1' HOUR", "current_timestamp - INTERVAL '25' HOUR"} {
+		if strings.Contains(q.SQL, stale) {
+			t.Errorf("a window still ends at now: %q", stale)
 		}
 	}
 }

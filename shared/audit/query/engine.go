@@ -2,8 +2,10 @@
 //
 // The table is a view named audit_log with the columns of audit.Record plus the
 // partition columns dt and hour, exactly as the Glue table that Athena queries in
-// production; columns a record's event version lacks are NULL, as there. Macros supply the Trino functions DuckDB lacks, so the saved queries in
-// events/queries run unchanged on both.
+// production; columns a record's event version lacks are NULL, as there. The session
+// settings and macros of trino.go make DuckDB answer as Athena (Trino) does, or fail
+// where it cannot, so the saved queries in events/queries and an admin's ad-hoc SQL
+// give the same answers on both.
 package query
 
 import (
@@ -29,24 +31,6 @@ import (
 // Extensions are never downloaded: json, parquet and icu are built into the driver,
 // and an admin query must not reach the network.
 const dsn = "?autoinstall_known_extensions=false&autoload_known_extensions=false"
-
-// sessionSetup runs on every new DuckDB connection.
-var sessionSetup = []string{
-	// Trino (Athena) evaluates date_trunc, date_format and current_timestamp in the
-	// session zone, which is UTC; records are UTC.
-	`SET TimeZone = 'UTC'`,
-	// Trino functions the saved queries (and admins used to Athena) call.
-	`CREATE OR REPLACE TEMP MACRO from_iso8601_timestamp(s) AS CAST(s AS TIMESTAMPTZ)`,
-	// Trino's date_format takes MySQL specifiers; %i (minutes) and %s (seconds) differ
-	// from strftime's, the common ones (%Y %m %d %H) are the same.
-	`CREATE OR REPLACE TEMP MACRO date_format(ts, fmt) AS strftime(ts, replace(replace(fmt, '%i', '%M'), '%s', '%S'))`,
-	`CREATE OR REPLACE TEMP MACRO to_unixtime(ts) AS epoch(ts)`,
-	`CREATE OR REPLACE TEMP MACRO cardinality(a) AS len(a)`,
-	`CREATE OR REPLACE TEMP MACRO element_at(a, i) AS list_extract(a, i)`,
-	`CREATE OR REPLACE TEMP MACRO array_join(a, sep) AS array_to_string(a, sep)`,
-	`CREATE OR REPLACE TEMP MACRO regexp_like(s, p) AS regexp_matches(s, p)`,
-	`CREATE OR REPLACE TEMP MACRO approx_distinct(x) AS approx_count_distinct(x)`,
-}
 
 // Engine runs queries over the audit files of one data directory. It is safe for
 // concurrent use; queries run one at a time.
@@ -121,6 +105,14 @@ func (e *Engine) queryOnce(ctx context.Context, snap file.Snapshot, q string) (*
 		return nil, queryError(err)
 	}
 	defer conn.Close()
+	// Athena's type rules are checked against a stand-in view of the same columns
+	// first (DuckDB cannot serialize the plan of a view that reads files).
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP VIEW audit_log AS "+emptyView()); err != nil {
+		return nil, apperr.Internal(fmt.Errorf("audit query: create view: %w", err))
+	}
+	if err := checkComparisons(ctx, conn, q); err != nil {
+		return nil, err
+	}
 	// The view is rebuilt for every query on its own connection, because the set of
 	// files changes (new hours, compaction) and an empty log must be an empty table.
 	if _, err := conn.ExecContext(ctx, viewSQL(snap)); err != nil {
@@ -206,16 +198,13 @@ func viewSQL(s file.Snapshot) string {
 	cols := columns()
 	var sel []string
 	var decl []string
-	var typed []string
 	for _, c := range cols {
 		sel = append(sel, quoteIdent(c[0]))
 		decl = append(decl, quoteString(c[0])+": "+quoteString(c[1]))
-		typed = append(typed, fmt.Sprintf("CAST(NULL AS %s) AS %s", c[1], quoteIdent(c[0])))
 	}
 	sel = append(sel, "dt", "hour")
-	typed = append(typed, "CAST(NULL AS VARCHAR) AS dt", "CAST(NULL AS VARCHAR) AS hour")
 	selList := strings.Join(sel, ", ")
-	empty := "SELECT " + strings.Join(typed, ", ") + " WHERE false"
+	empty := emptyView()
 	var parts []string
 	if len(s.JSON) > 0 {
 		parts = append(parts, fmt.Sprintf(
@@ -233,6 +222,16 @@ func viewSQL(s file.Snapshot) string {
 		parts = append(parts, empty)
 	}
 	return "CREATE OR REPLACE TEMP VIEW audit_log AS " + strings.Join(parts, " UNION ALL ")
+}
+
+// emptyView is a typed row of every audit_log column, and no rows.
+func emptyView() string {
+	var typed []string
+	for _, c := range columns() {
+		typed = append(typed, fmt.Sprintf("CAST(NULL AS %s) AS %s", c[1], quoteIdent(c[0])))
+	}
+	typed = append(typed, "CAST(NULL AS VARCHAR) AS dt", "CAST(NULL AS VARCHAR) AS hour")
+	return "SELECT " + strings.Join(typed, ", ") + " WHERE false"
 }
 
 func pathList(paths []string) string {

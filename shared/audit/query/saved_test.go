@@ -163,9 +163,17 @@ func TestSavedQueries(t *testing.T) {
 		}},
 		{"denial_spike_tokens", func(d *dataset) want {
 			denied := at.Denied("insufficient_scope")
+			// The last hour is the hour that ended queries.DeliveryLag ago: Athena
+			// has not received the last minutes yet, so neither engine counts them.
+			end := d.now.Add(-queries.DeliveryLag)
 			recent := func(n int, who func(*audit.Record)) {
 				for i := range n {
-					d.add(1, d.now.Add(-time.Duration(1+4*i)*time.Minute), denied, who)
+					d.add(1, end.Add(-time.Duration(1+4*i)*time.Minute), denied, who)
+				}
+			}
+			inFlight := func(n int, who func(*audit.Record)) {
+				for i := range n {
+					d.add(1, d.now.Add(-queries.DeliveryLag).Add(time.Duration(1+i%8)*time.Minute), denied, who)
 				}
 			}
 			earlier := func(n int, who func(*audit.Record)) {
@@ -176,6 +184,7 @@ func TestSavedQueries(t *testing.T) {
 			}
 			spike := at.Who("w1", "tSpike")
 			recent(12, spike)
+			inFlight(6, spike) // not yet in Athena: not counted
 			earlier(24, spike) // average 1/h: 12 > 3
 			d.add(20, d.now.Add(-10*time.Minute), spike)
 			noisy := at.Who("w1", "tNoisy")
@@ -183,6 +192,9 @@ func TestSavedQueries(t *testing.T) {
 			earlier(120, noisy) // average 5/h: 12 <= 15
 			recent(9, at.Who("w2", "tFew"))
 			recent(10, at.Who("w2", "tNew"))
+			inFlight(15, at.Who("w2", "tLate")) // a spike only in the minutes Athena lacks
+			recent(9, at.Who("w2", "tEdge"))
+			inFlight(3, at.Who("w2", "tEdge")) // 9 + 3 would alert; the 3 are not in Athena yet
 			d.add(30, d.now.Add(-30*time.Hour), denied, at.Who("w1", "tOld"))
 			d.add(15, d.now.Add(-5*time.Minute), denied, at.Who("", "")) // no token: not a token spike
 			for i := range 12 {                                          // the authorization server's, not tool calls
