@@ -182,7 +182,9 @@ func TestVerify(t *testing.T) {
 		{name: "scp as an array", token: func() string {
 			return rsaKey.Sign(t, with(claims(u), "scope", nil, "scp", []string{"issues:read", "comments:write", "User.Read"}))
 		}, check: scopes("comments:write", "issues:read")},
-		{name: "scp as a string", token: func() string { return rsaKey.Sign(t, with(claims(u), "scope", nil, "scp", "dashboard:read agents:write")) },
+		{name: "scp as a string", token: func() string {
+			return rsaKey.Sign(t, with(claims(u), "scope", nil, "scp", "dashboard:read agents:write"))
+		},
 			check: scopes("agents:write", "dashboard:read")},
 		{name: "unknown scopes dropped", token: func() string { return rsaKey.Sign(t, with(claims(u), "scope", "openid profile issues:delete")) },
 			check: scopes()},
@@ -208,7 +210,9 @@ func TestVerify(t *testing.T) {
 		{name: "e-mail case does not matter", token: func() string { return rsaKey.Sign(t, with(claims(u), "email", "Ada@Example.COM")) }},
 		{name: "no user claim", token: func() string { return rsaKey.Sign(t, with(claims(u), "email", nil)) }, reason: jwtaccess.ReasonNoUser},
 		{name: "configured user claim", mod: func(c *jwtaccess.Config) { c.UserClaim = "upn" },
-			token: func() string { return rsaKey.Sign(t, with(claims(u), "email", "mallory@example.com", "upn", "ada@example.com")) }},
+			token: func() string {
+				return rsaKey.Sign(t, with(claims(u), "email", "mallory@example.com", "upn", "ada@example.com"))
+			}},
 		{name: "email_verified false", token: func() string { return rsaKey.Sign(t, with(claims(u), "email_verified", false)) }, reason: jwtaccess.ReasonUnverified},
 		{name: "email_verified true", token: func() string { return rsaKey.Sign(t, with(claims(u), "email_verified", true)) }},
 		{name: "no member", token: func() string { return rsaKey.Sign(t, with(claims(u), "email", "eve@example.com")) }, reason: jwtaccess.ReasonNoMember},
@@ -224,7 +228,9 @@ func TestVerify(t *testing.T) {
 		{name: "configured workspace the person is not in", mod: func(c *jwtaccess.Config) { c.Workspace = "globex" },
 			token: func() string { return rsaKey.Sign(t, claims(u)) }, reason: jwtaccess.ReasonNoMember},
 		{name: "workspace claim", mod: func(c *jwtaccess.Config) { c.WorkspaceClaim = "aac_workspace" },
-			token: func() string { return rsaKey.Sign(t, with(claims(u), "email", "grace@example.com", "aac_workspace", "acme")) },
+			token: func() string {
+				return rsaKey.Sign(t, with(claims(u), "email", "grace@example.com", "aac_workspace", "acme"))
+			},
 			check: func(t *testing.T, p auth.Principal) {
 				if p.WorkspaceID != "acme" {
 					t.Errorf("principal = %+v", p)
