@@ -14,6 +14,7 @@ const (
 	EnvJWTIssuer         = "AACMCP_JWT_ISSUER"
 	EnvJWTAudience       = "AACMCP_JWT_AUDIENCE" // comma-separated; default AACMCP_PUBLIC_URL + "/mcp"
 	EnvJWTJWKSURL        = "AACMCP_JWT_JWKS_URL" // default: the issuer's metadata jwks_uri
+	EnvJWTClients        = "AACMCP_JWT_CLIENTS"  // comma-separated client_id values accepted
 	EnvJWTAlgorithms     = "AACMCP_JWT_ALGORITHMS"
 	EnvJWTUserClaim      = "AACMCP_JWT_USER_CLAIM"
 	EnvJWTWorkspace      = "AACMCP_JWT_WORKSPACE"
@@ -26,6 +27,7 @@ const (
 type JWT struct {
 	Issuer         string
 	Audiences      []string
+	Clients        []string
 	JWKSURL        string
 	Algorithms     []string
 	UserClaim      string
@@ -35,13 +37,14 @@ type JWT struct {
 }
 
 // LoadJWT reads the AACMCP_JWT_* variables. The audience defaults to the public
-// /mcp URL; with neither it is an error, since a token must be checked to be meant
+// /mcp URL (unless only AACMCP_JWT_CLIENTS is set); with neither it is an error, since a token must be checked to be meant
 // for this resource and the authorizer cannot know its own URL otherwise.
 func LoadJWT(getenv func(string) string) (JWT, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	j := JWT{
 		Issuer:         get(EnvJWTIssuer),
 		Audiences:      splitList(get(EnvJWTAudience)),
+		Clients:        splitList(get(EnvJWTClients)),
 		JWKSURL:        get(EnvJWTJWKSURL),
 		Algorithms:     splitList(get(EnvJWTAlgorithms)),
 		UserClaim:      get(EnvJWTUserClaim),
@@ -49,7 +52,7 @@ func LoadJWT(getenv func(string) string) (JWT, error) {
 		WorkspaceClaim: get(EnvJWTWorkspaceClaim),
 	}
 	if j.Issuer == "" {
-		for _, k := range []string{EnvJWTAudience, EnvJWTJWKSURL, EnvJWTAlgorithms, EnvJWTUserClaim, EnvJWTWorkspace, EnvJWTWorkspaceClaim, EnvJWTRequireATJWT} {
+		for _, k := range []string{EnvJWTAudience, EnvJWTClients, EnvJWTJWKSURL, EnvJWTAlgorithms, EnvJWTUserClaim, EnvJWTWorkspace, EnvJWTWorkspaceClaim, EnvJWTRequireATJWT} {
 			if get(k) != "" {
 				return JWT{}, fmt.Errorf("environment variable %s is set but %s is not", k, EnvJWTIssuer)
 			}
@@ -63,7 +66,9 @@ func LoadJWT(getenv func(string) string) (JWT, error) {
 		}
 		j.RequireATJWT = b
 	}
-	if len(j.Audiences) == 0 {
+	// Allowed clients without an audience: the issuer's tokens carry no aud
+	// (Amazon Cognito); see jwtaccess.Config.Clients.
+	if len(j.Audiences) == 0 && len(j.Clients) == 0 {
 		pub := strings.TrimRight(get(EnvPublicURL), "/")
 		if pub == "" {
 			return JWT{}, fmt.Errorf("environment variable %s is set but neither %s nor %s is (the audience tokens must name)", EnvJWTIssuer, EnvJWTAudience, EnvPublicURL)

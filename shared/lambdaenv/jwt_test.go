@@ -20,6 +20,8 @@ func TestLoadJWT(t *testing.T) {
 			EnvJWTAlgorithms: "RS256,ES384", EnvJWTUserClaim: "upn", EnvJWTWorkspaceClaim: "ws", EnvJWTRequireATJWT: "true"},
 			want: JWT{Issuer: "https://idp", Audiences: []string{"api://a", "https://b/mcp"}, JWKSURL: "https://idp/keys",
 				Algorithms: []string{"RS256", "ES384"}, UserClaim: "upn", WorkspaceClaim: "ws", RequireATJWT: true}},
+		{name: "clients instead of an audience", env: map[string]string{EnvJWTIssuer: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x", EnvJWTClients: "abc"},
+			want: JWT{Issuer: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x", Clients: []string{"abc"}}},
 		{name: "no audience", env: map[string]string{EnvJWTIssuer: "https://idp"}, wantErr: EnvJWTAudience},
 		{name: "options without an issuer", env: map[string]string{EnvJWTAudience: "x"}, wantErr: EnvJWTIssuer},
 		{name: "bad bool", env: map[string]string{EnvJWTIssuer: "https://idp", EnvJWTAudience: "x", EnvJWTRequireATJWT: "yes please"}, wantErr: EnvJWTRequireATJWT},
@@ -36,7 +38,7 @@ func TestLoadJWT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Issuer != tt.want.Issuer || !slices.Equal(got.Audiences, tt.want.Audiences) || got.JWKSURL != tt.want.JWKSURL ||
+			if got.Issuer != tt.want.Issuer || !slices.Equal(got.Audiences, tt.want.Audiences) || !slices.Equal(got.Clients, tt.want.Clients) || got.JWKSURL != tt.want.JWKSURL ||
 				!slices.Equal(got.Algorithms, tt.want.Algorithms) || got.UserClaim != tt.want.UserClaim || got.Workspace != tt.want.Workspace ||
 				got.WorkspaceClaim != tt.want.WorkspaceClaim || got.RequireATJWT != tt.want.RequireATJWT {
 				t.Errorf("got %+v, want %+v", got, tt.want)

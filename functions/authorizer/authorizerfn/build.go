@@ -102,6 +102,7 @@ func buildJWT(cfg lambdaenv.Config, d Deps, tokens *dynamo.Store, log *slog.Logg
 	v, err := jwtaccess.New(jwtaccess.Config{
 		Issuer:         d.JWT.Issuer,
 		Audiences:      d.JWT.Audiences,
+		Clients:        d.JWT.Clients,
 		JWKSURL:        d.JWT.JWKSURL,
 		Algorithms:     d.JWT.Algorithms,
 		UserClaim:      d.JWT.UserClaim,

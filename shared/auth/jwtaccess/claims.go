@@ -31,6 +31,8 @@ type claims struct {
 	Workspace string
 	// EmailVerified is the email_verified claim when present.
 	EmailVerified *bool
+	// TokenUse is Amazon Cognito's token_use ("access" or "id"); "" when absent.
+	TokenUse string
 }
 
 // maxClaimLen bounds the string claims that end up in the principal and the audit
@@ -64,6 +66,7 @@ func decodeClaims(payload []byte, userClaim, workspaceClaim string) (claims, err
 	}
 	c.Issuer = str("iss")
 	c.ID = str("jti")
+	c.TokenUse = str("token_use")
 	// RFC 9068 section 2.2 names client_id; OpenID Connect's azp is what some
 	// issuers (Keycloak, Auth0 with OIDC tokens) put there instead.
 	c.ClientID = str("client_id")

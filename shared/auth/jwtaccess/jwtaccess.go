@@ -57,6 +57,7 @@ const (
 	ReasonSignature      auth.Reason = "jwt_signature"     // the signature does not verify
 	ReasonIssuer         auth.Reason = "jwt_issuer"        // iss is not the configured issuer
 	ReasonAudience       auth.Reason = "jwt_audience"      // aud does not name this resource
+	ReasonClient         auth.Reason = "jwt_client"        // client_id is not an allowed client
 	ReasonNotYetValid    auth.Reason = "jwt_not_yet_valid" // nbf or iat in the future
 	ReasonNoUser         auth.Reason = "jwt_no_user"       // the user claim is missing
 	ReasonUnverified     auth.Reason = "jwt_email_unverified"
@@ -97,9 +98,15 @@ type Members interface {
 type Config struct {
 	// Issuer is the exact iss value, such as https://login.example.com/oauth2/default.
 	Issuer string
-	// Audiences: aud must contain one of them. Required: a token for another
-	// resource of the same issuer must not work here (RFC 9068 section 4).
+	// Audiences: aud must contain one of them. A token for another resource of
+	// the same issuer must not work here (RFC 9068 section 4), so this is
+	// required unless Clients is set.
 	Audiences []string
+	// Clients, when set, are the only client_id (or azp) values accepted. With
+	// Clients and no Audiences, aud is not checked: that is for issuers whose
+	// access tokens carry no aud, such as Amazon Cognito, where an app client
+	// dedicated to this server stands in for the audience.
+	Clients []string
 	// JWKSURL skips discovery when set.
 	JWKSURL string
 	// Algorithms accepted ("RS256", "ES256", ...); empty means DefaultAlgorithms.
@@ -164,8 +171,8 @@ func New(cfg Config) (*Verifier, error) {
 			return nil, fmt.Errorf("jwtaccess: JWKS URL: %w", err)
 		}
 	}
-	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
-		return nil, errors.New("jwtaccess: at least one audience is required (this resource's URL)")
+	if (len(cfg.Audiences) == 0 && len(cfg.Clients) == 0) || slices.Contains(cfg.Audiences, "") || slices.Contains(cfg.Clients, "") {
+		return nil, errors.New("jwtaccess: at least one audience (this resource's URL) or allowed client is required")
 	}
 	if cfg.Members == nil {
 		return nil, errors.New("jwtaccess: no member store")
@@ -351,8 +358,14 @@ func (v *Verifier) checkClaims(c claims) error {
 	switch {
 	case c.Issuer != v.cfg.Issuer:
 		return &auth.RejectError{Reason: ReasonIssuer}
-	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.cfg.Audiences, a) }):
+	case len(v.cfg.Audiences) > 0 && !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.cfg.Audiences, a) }):
 		return &auth.RejectError{Reason: ReasonAudience}
+	case len(v.cfg.Clients) > 0 && !slices.Contains(v.cfg.Clients, c.ClientID):
+		return &auth.RejectError{Reason: ReasonClient}
+	case c.TokenUse != "" && c.TokenUse != "access":
+		// Cognito marks its ID tokens token_use id; they carry no aud of ours, but
+		// with Clients alone only this tells them apart.
+		return &auth.RejectError{Reason: ReasonType}
 	case c.Expiry.IsZero():
 		// An access token without exp never expires: fail closed.
 		return &auth.RejectError{Reason: auth.ReasonMalformed}

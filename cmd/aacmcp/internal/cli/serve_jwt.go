@@ -16,17 +16,18 @@ import (
 // jwtFlags configure an external authorization server whose JWT access tokens
 // serve accepts, beside (or instead of) the built-in one.
 type jwtFlags struct {
-	issuer, jwksURL           string
-	audiences, algorithms     []string
-	userClaim                 string
-	workspace, workspaceClaim string
-	requireATJWT              bool
+	issuer, jwksURL                string
+	audiences, clients, algorithms []string
+	userClaim                      string
+	workspace, workspaceClaim      string
+	requireATJWT                   bool
 }
 
 func addJWTFlags(c *cobra.Command, g *globals, jf *jwtFlags) {
 	f := c.Flags()
 	f.StringVar(&jf.issuer, "jwt-issuer", g.env.getenv("AACMCP_JWT_ISSUER"), "accept JWT access tokens of this external authorization server (its exact iss; env AACMCP_JWT_ISSUER)")
 	f.StringSliceVar(&jf.audiences, "jwt-audience", splitList(g.env.getenv("AACMCP_JWT_AUDIENCE")), "aud values accepted, comma-separated (env AACMCP_JWT_AUDIENCE; default: this server's /mcp URL)")
+	f.StringSliceVar(&jf.clients, "jwt-clients", splitList(g.env.getenv("AACMCP_JWT_CLIENTS")), "client_id values accepted, comma-separated (env AACMCP_JWT_CLIENTS); alone, without --jwt-audience, aud is not checked (Amazon Cognito)")
 	f.StringVar(&jf.jwksURL, "jwt-jwks-url", g.env.getenv("AACMCP_JWT_JWKS_URL"), "the issuer's JWKS (env AACMCP_JWT_JWKS_URL; default: jwks_uri of its RFC 8414 or OpenID Connect metadata)")
 	f.StringSliceVar(&jf.algorithms, "jwt-algorithms", splitList(g.env.getenv("AACMCP_JWT_ALGORITHMS")), "signature algorithms accepted (env AACMCP_JWT_ALGORITHMS; default RS256,ES256; asymmetric only)")
 	f.StringVar(&jf.userClaim, "jwt-user-claim", g.env.envOr("AACMCP_JWT_USER_CLAIM", jwtaccess.DefaultUserClaim), "claim holding the member's e-mail (env AACMCP_JWT_USER_CLAIM)")
@@ -38,7 +39,7 @@ func addJWTFlags(c *cobra.Command, g *globals, jf *jwtFlags) {
 // check validates what needs no I/O.
 func (jf *jwtFlags) check() error {
 	if jf.issuer == "" {
-		if len(jf.audiences) > 0 || jf.jwksURL != "" || len(jf.algorithms) > 0 || jf.workspace != "" || jf.workspaceClaim != "" || jf.requireATJWT {
+		if len(jf.audiences) > 0 || len(jf.clients) > 0 || jf.jwksURL != "" || len(jf.algorithms) > 0 || jf.workspace != "" || jf.workspaceClaim != "" || jf.requireATJWT {
 			return usagef("the --jwt-* flags need --jwt-issuer")
 		}
 		return nil
@@ -59,11 +60,11 @@ func newJWTVerifier(ctx context.Context, jf jwtFlags, mcpURL string, members jwt
 		return nil, nil
 	}
 	aud := jf.audiences
-	if len(aud) == 0 {
+	if len(aud) == 0 && len(jf.clients) == 0 {
 		aud = []string{mcpURL}
 	}
 	v, err := jwtaccess.New(jwtaccess.Config{
-		Issuer: jf.issuer, Audiences: aud, JWKSURL: jf.jwksURL, Algorithms: jf.algorithms,
+		Issuer: jf.issuer, Audiences: aud, Clients: jf.clients, JWKSURL: jf.jwksURL, Algorithms: jf.algorithms,
 		UserClaim: jf.userClaim, Workspace: jf.workspace, WorkspaceClaim: jf.workspaceClaim,
 		RequireATJWT: jf.requireATJWT, Members: members, Now: now, Logger: log,
 	})
