@@ -93,6 +93,11 @@ func buildJWT(cfg lambdaenv.Config, d Deps, tokens *dynamo.Store, log *slog.Logg
 	}
 	members := d.Members
 	if members == nil {
+		// The DynamoDB lookup by e-mail reads the main table (MEMBERBY# lookup
+		// items, then the WS# member records they point to).
+		if cfg.Table == "" {
+			return nil, fmt.Errorf("authorizerfn: %s needs %s (members are looked up by e-mail in the main table)", lambdaenv.EnvJWTIssuer, lambdaenv.EnvTable)
+		}
 		m, ok := any(tokens).(jwtaccess.Members)
 		if !ok {
 			return nil, errors.New("authorizerfn: the DynamoDB store cannot look members up by e-mail, which JWT access tokens need")

@@ -58,3 +58,14 @@ type members map[string][]store.Member
 func (m members) ListMembersByEmail(_ context.Context, email string) ([]store.Member, error) {
 	return m[email], nil
 }
+
+// TestBuildJWTNeedsTheMainTable: the DynamoDB lookup by e-mail reads the main table.
+func TestBuildJWTNeedsTheMainTable(t *testing.T) {
+	_, err := Build(lambdaenv.Config{TokensTable: "tokens"}, Deps{
+		DB: dynamodb.New(dynamodb.Options{Region: "us-east-1"}), Audit: nopSink{},
+		JWT: lambdaenv.JWT{Issuer: "https://idp.example.com", Audiences: []string{"x"}},
+	})
+	if err == nil || !strings.Contains(err.Error(), lambdaenv.EnvTable) {
+		t.Fatalf("err = %v, want one naming %s", err, lambdaenv.EnvTable)
+	}
+}
