@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 // jwtFlags configure an external authorization server whose JWT access tokens
@@ -86,4 +87,25 @@ func withIssuer(servers []string, issuer string) []string {
 		return servers
 	}
 	return append(slices.Clone(servers), issuer)
+}
+
+// checkForGateway is check for `gateway`, whose authorizer, like the deployed one,
+// does not know the public URL: the audience (or the allowed clients) must be given.
+func (jf *jwtFlags) checkForGateway() error {
+	if err := jf.check(); err != nil {
+		return err
+	}
+	if jf.issuer != "" && len(jf.audiences) == 0 && len(jf.clients) == 0 {
+		return usagef("--jwt-issuer on gateway needs --jwt-audience (the deployed /mcp URL the tokens name) or --jwt-clients")
+	}
+	return nil
+}
+
+// lambda is the authorizer's configuration of the external issuer.
+func (jf *jwtFlags) lambda() lambdaenv.JWT {
+	return lambdaenv.JWT{
+		Issuer: jf.issuer, Audiences: jf.audiences, Clients: jf.clients, JWKSURL: jf.jwksURL,
+		Algorithms: jf.algorithms, UserClaim: jf.userClaim, Workspace: jf.workspace,
+		WorkspaceClaim: jf.workspaceClaim, RequireATJWT: jf.requireATJWT,
+	}
 }

@@ -120,6 +120,24 @@ func TestServeJWT(t *testing.T) {
 	}
 }
 
+func TestGatewayJWTFlags(t *testing.T) {
+	data := t.TempDir()
+	base := []string{"gateway", "--addr", "127.0.0.1:0", "--data", data, "--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens"}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--jwt-issuer", "https://idp.example.com"}, "--jwt-audience"},
+		{[]string{"--jwt-issuer", "https://idp.example.com", "--jwt-audience", "https://x/prod/mcp", "--jwt-algorithms", "HS256"}, "--jwt-algorithms"},
+		{[]string{"--jwt-clients", "abc"}, "--jwt-issuer"},
+	} {
+		r := run(t, nil, append(slices.Clone(base), tt.args...)...)
+		if r.code == ExitOK || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %s", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}
+
 func TestServeJWTFlags(t *testing.T) {
 	data := t.TempDir()
 	for _, tt := range []struct {
