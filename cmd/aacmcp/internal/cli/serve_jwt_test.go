@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
+	"github.com/aacworkflow/aacmcp/test/emulator"
 )
 
 // TestServeJWT runs `aacmcp serve --jwt-issuer` against an issuer on 127.0.0.1:
@@ -154,5 +157,69 @@ func TestServeJWTFlags(t *testing.T) {
 		if r.code == ExitOK || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want an error naming %s", tt.args, r.code, r.stderr, tt.want)
 		}
+	}
+}
+
+// TestGatewayJWT runs `aacmcp gateway --jwt-issuer` against dynalite: the
+// authorizer's production code accepts the issuer's tokens for the member their
+// e-mail names (the DynamoDB lookup by e-mail) and refuses an expired one.
+func TestGatewayJWT(t *testing.T) {
+	awsEnv(t)
+	db := emulator.StartT(t, emulator.Dynalite)
+	data := t.TempDir()
+	be := []string{"--backend", "dynamodb", "--table", "gwj-main", "--tokens-table", "gwj-tokens", "--endpoint-url", db.Endpoint, "--data", data}
+	with := func(args ...string) []string { return append(args, be...) }
+	mustRun(t, with("init")...)
+	mustRun(t, with("workspace", "create", "--id", "demo", "--key", "AAC")...)
+	mustRun(t, with("member", "add", "--workspace", "demo", "--user", "ada", "--role", "member", "--email", "ada@example.com")...)
+
+	iss := jwttest.NewIssuer(t)
+	key := iss.AddRSA(t, "k1")
+	const aud = "https://abc123def4.execute-api.us-east-1.amazonaws.com/prod/mcp"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, append([]string{"gateway", "--addr", "127.0.0.1:0", "--jwt-issuer", iss.URL, "--jwt-audience", aud}, be...), Env{
+			Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
+			Ready: func(base string) { ready <- base },
+		})
+	}()
+	var base string
+	select {
+	case base = <-ready:
+	case code := <-done:
+		t.Fatalf("gateway exited %d: %s", code, errb.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("gateway did not listen within 30s")
+	}
+	now := time.Now()
+	tok := func(exp time.Time, scope string) string {
+		return key.Sign(t, map[string]any{"iss": iss.URL, "aud": aud, "email": "ada@example.com", "exp": exp.Unix(), "jti": "g1", "scope": scope})
+	}
+	if status, body := callREST(t, base, tok(now.Add(time.Hour), "issues:read issues:write"), "create_issue", `{"title":"JWT through the gateway"}`); status != http.StatusOK || body["key"] != "AAC-1" {
+		t.Errorf("create_issue with a JWT: %d %v", status, body)
+	}
+	if status, body := callREST(t, base, tok(now.Add(-time.Hour), "issues:read"), "list_issues", `{}`); status != http.StatusUnauthorized {
+		t.Errorf("expired JWT: %d %v", status, body)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("gateway exited %d: %s", code, errb.String())
+	}
+	recs, _, err := file.ReadAll(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	for _, r := range recs {
+		if r.Tool == "create_issue" && r.TokenID == "jwt:g1" && r.UserID == "ada" && r.Reason == "" {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("no audit record of create_issue by ada under jwt:g1: %+v", recs)
 	}
 }
