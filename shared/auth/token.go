@@ -119,6 +119,58 @@ func validFormat(s, prefix string) bool {
 // invalid_token with the public message shared by all token failures; the reason
 // (missing or malformed) is available through RejectReason.
 func ParseBearer(header string) (string, error) {
+	secret, err := parseCredential(header)
+	if err != nil {
+		return "", err
+	}
+	if !ValidFormat(secret) {
+		return "", reject(ReasonMalformed, "")
+	}
+	return secret, nil
+}
+
+// ParseBearerOrJWT is ParseBearer for a server that also accepts JWT access tokens
+// of an external issuer: it returns the credential and whether it has the shape of
+// a JWT (which the caller must verify as one). Anything else must be a secret of
+// the token format, as for ParseBearer.
+func ParseBearerOrJWT(header string) (cred string, isJWT bool, err error) {
+	cred, err = parseCredential(header)
+	if err != nil {
+		return "", false, err
+	}
+	if ValidFormat(cred) {
+		return cred, false, nil
+	}
+	if LooksLikeJWT(cred) {
+		return cred, true, nil
+	}
+	return "", false, reject(ReasonMalformed, "")
+}
+
+// LooksLikeJWT reports whether s has the shape of a JWS in compact serialization:
+// three base64url segments, the first two non-empty (the third is empty for alg
+// none, which the JWT verifier refuses by name). Opaque secrets never match: they
+// have no dots.
+func LooksLikeJWT(s string) bool {
+	if strings.Count(s, ".") != 2 {
+		return false
+	}
+	h, rest, _ := strings.Cut(s, ".")
+	p, _, _ := strings.Cut(rest, ".")
+	if h == "" || p == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseCredential reads the scheme and the one credential after it.
+func parseCredential(header string) (string, error) {
 	header = strings.Trim(header, " \t")
 	if header == "" {
 		return "", reject(ReasonMissing, "")
@@ -129,9 +181,6 @@ func ParseBearer(header string) (string, error) {
 	}
 	secret := strings.TrimLeft(rest, " ")
 	if secret == "" || strings.ContainsAny(secret, " \t") {
-		return "", reject(ReasonMalformed, "")
-	}
-	if !ValidFormat(secret) {
 		return "", reject(ReasonMalformed, "")
 	}
 	return secret, nil

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,11 @@ func Load(getenv func(string) string, required ...string) (Config, error) {
 		AutopilotSecretARN:   get(EnvAutopilotSecretARN),
 		AllowedOrigins:       splitList(get(EnvAllowedOrigins)),
 		AuthorizationServers: splitList(get(EnvAuthorizationServers)),
+	}
+	// Tokens of an external issuer are accepted (authorizer): the resource metadata
+	// must name it, or clients would not know where to get them.
+	if iss := get(EnvJWTIssuer); iss != "" && !slices.Contains(c.AuthorizationServers, iss) {
+		c.AuthorizationServers = append(c.AuthorizationServers, iss)
 	}
 	var err error
 	if c.RateLimit, err = parseRate(get, EnvRateLimit, DefaultRateLimit); err != nil {

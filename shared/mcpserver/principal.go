@@ -23,13 +23,27 @@ type TokenVerifier interface {
 // BearerSource reads `Authorization: Bearer <secret>` and verifies it.
 type BearerSource struct {
 	Verifier TokenVerifier
+	// JWT, when set, verifies bearer credentials shaped like a JWT: access tokens
+	// of an external authorization server (shared/auth/jwtaccess). Opaque secrets
+	// still go to Verifier.
+	JWT TokenVerifier
 }
 
 // Principal implements PrincipalSource.
 func (b BearerSource) Principal(r *http.Request) (auth.Principal, error) {
-	secret, err := auth.ParseBearer(r.Header.Get("Authorization"))
+	if b.JWT == nil {
+		secret, err := auth.ParseBearer(r.Header.Get("Authorization"))
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		return b.Verifier.Verify(r.Context(), secret)
+	}
+	cred, isJWT, err := auth.ParseBearerOrJWT(r.Header.Get("Authorization"))
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	return b.Verifier.Verify(r.Context(), secret)
+	if isJWT {
+		return b.JWT.Verify(r.Context(), cred)
+	}
+	return b.Verifier.Verify(r.Context(), cred)
 }

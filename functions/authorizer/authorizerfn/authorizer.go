@@ -57,7 +57,11 @@ type Rejecter interface {
 // Config wires an Authorizer.
 type Config struct {
 	Verifier Verifier
-	Audit    Rejecter
+	// JWT, when set, verifies bearer credentials shaped like a JWT: access tokens of
+	// an external authorization server (shared/auth/jwtaccess). Opaque secrets
+	// still go to Verifier.
+	JWT   Verifier
+	Audit Rejecter
 	// Failures counts rejected tokens per IP; nil disables the limit.
 	Failures FailureCounter
 	// FailureLimit is how many failures an IP may have per window before it is
@@ -156,11 +160,21 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 }
 
 func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Principal, error) {
-	secret, err := auth.ParseBearer(authorization)
+	if a.cfg.JWT == nil {
+		secret, err := auth.ParseBearer(authorization)
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		return a.cfg.Verifier.Verify(ctx, secret)
+	}
+	cred, isJWT, err := auth.ParseBearerOrJWT(authorization)
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	return a.cfg.Verifier.Verify(ctx, secret)
+	if isJWT {
+		return a.cfg.JWT.Verify(ctx, cred)
+	}
+	return a.cfg.Verifier.Verify(ctx, cred)
 }
 
 // reject writes the one audit record of a refused request.

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
@@ -29,6 +31,15 @@ type Deps struct {
 	Stdout io.Writer
 	Logger *slog.Logger
 	Now    func() time.Time
+	// JWT configures an external issuer whose access tokens are accepted
+	// (lambdaenv.LoadJWT); zero for none.
+	JWT lambdaenv.JWT
+	// Members resolves a JWT's user to member records; nil means the DynamoDB
+	// store's own lookup by e-mail.
+	Members jwtaccess.Members
+	// HTTPClient fetches the issuer's metadata and JWKS; nil means a client with
+	// a 5 s timeout.
+	HTTPClient *http.Client
 }
 
 // Build wires the authorizer from its validated configuration.
@@ -45,9 +56,9 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	// The store is used for GetTokenByHash only; the main table is not this
-	// function's (its IAM role cannot reach it).
-	tokens := dynamo.New(d.DB, "", cfg.TokensTable, dynamo.WithLogger(log))
+	// The store is used for GetTokenByHash, and with an external issuer for the
+	// members' e-mail lookup.
+	tokens := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, dynamo.WithLogger(log))
 	// The guard is used only to write rejection records exactly as the MCP function
 	// writes its own (tool metadata from the catalog); it runs no tool and touches no
 	// store.
@@ -57,14 +68,59 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 		Now:     d.Now,
 		Logger:  log,
 	})
+	jv, err := buildJWT(cfg, d, tokens, log)
+	if err != nil {
+		return nil, err
+	}
 	// No cache in front of the verifier: API Gateway already caches the policy for
 	// 60 s, and a second cache would stretch how long a revoked token keeps working.
 	return New(Config{
 		Verifier:     &auth.Verifier{Store: tokens, Now: d.Now},
+		JWT:          jv,
 		Audit:        g,
 		Failures:     NewDynamoFailures(d.DB, cfg.TokensTable, cfg.AuthFailLimit),
 		FailureLimit: cfg.AuthFailLimit.Limit,
 		Now:          d.Now,
 		Logger:       log,
 	}), nil
+}
+
+// buildJWT returns the verifier of the external issuer's tokens, or nil when none
+// is configured. A nil interface, not a typed nil: Authorizer tests JWT != nil.
+func buildJWT(cfg lambdaenv.Config, d Deps, tokens *dynamo.Store, log *slog.Logger) (Verifier, error) {
+	if d.JWT.Issuer == "" {
+		return nil, nil
+	}
+	members := d.Members
+	if members == nil {
+		// The DynamoDB lookup by e-mail reads the main table (MEMBERBY# lookup
+		// items, then the WS# member records they point to).
+		if cfg.Table == "" {
+			return nil, fmt.Errorf("authorizerfn: %s needs %s (members are looked up by e-mail in the main table)", lambdaenv.EnvJWTIssuer, lambdaenv.EnvTable)
+		}
+		m, ok := any(tokens).(jwtaccess.Members)
+		if !ok {
+			return nil, errors.New("authorizerfn: the DynamoDB store cannot look members up by e-mail, which JWT access tokens need")
+		}
+		members = m
+	}
+	v, err := jwtaccess.New(jwtaccess.Config{
+		Issuer:         d.JWT.Issuer,
+		Audiences:      d.JWT.Audiences,
+		Clients:        d.JWT.Clients,
+		JWKSURL:        d.JWT.JWKSURL,
+		Algorithms:     d.JWT.Algorithms,
+		UserClaim:      d.JWT.UserClaim,
+		Workspace:      d.JWT.Workspace,
+		WorkspaceClaim: d.JWT.WorkspaceClaim,
+		RequireATJWT:   d.JWT.RequireATJWT,
+		Members:        members,
+		HTTPClient:     d.HTTPClient,
+		Now:            d.Now,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authorizerfn: %s: %w", lambdaenv.EnvJWTIssuer, err)
+	}
+	return v, nil
 }

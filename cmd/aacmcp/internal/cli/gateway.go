@@ -38,6 +38,7 @@ type gatewayFlags struct {
 	authFailLimit      string
 	allowedOrigins     []string
 	logLevel           string
+	jwt                jwtFlags
 }
 
 func newGatewayCmd(g *globals) *cobra.Command {
@@ -75,6 +76,7 @@ kinesalite), or, without a stream, to the audit files under --data.`,
 	f.StringVar(&gf.authFailLimit, "auth-fail-limit", g.env.envOr("AACMCP_AUTH_FAIL_LIMIT", lambdaenv.DefaultAuthFailLimit), "the authorizer's failed attempts per source IP (env AACMCP_AUTH_FAIL_LIMIT)")
 	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	addJWTFlags(c, g, &gf.jwt)
 	return c
 }
 
@@ -106,6 +108,9 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 	if err != nil {
 		return lambdaenv.Config{}, usagef("--auth-fail-limit: %v", err)
 	}
+	if err := gf.jwt.checkForGateway(); err != nil {
+		return lambdaenv.Config{}, err
+	}
 	return lambdaenv.Config{
 		Table:          gf.backend.table,
 		TokensTable:    gf.backend.tokensTable,
@@ -113,6 +118,9 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 		RateLimit:      rate,
 		AuthFailLimit:  failRate,
 		AllowedOrigins: gf.allowedOrigins,
+		// The MCP function advertises the external issuer, as lambdaenv.Load
+		// makes it do from AACMCP_JWT_ISSUER on AWS.
+		AuthorizationServers: withIssuer(nil, gf.jwt.issuer),
 	}, nil
 }
 
@@ -163,7 +171,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.authorizerURL != "" {
 		authorizer, authDesc = gateway.InvokeURL(gf.authorizerURL, &http.Client{Timeout: 30 * time.Second}), gf.authorizerURL
 	} else {
-		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName)})
+		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName), JWT: gf.jwt.lambda()})
 		if err != nil {
 			return err
 		}

@@ -47,6 +47,7 @@ type serveFlags struct {
 	logLevel          string
 	compactEvery      time.Duration
 	oauth             oauthFlags
+	jwt               jwtFlags
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -83,6 +84,7 @@ full-scope and a read-only token, and prints them with ready client command line
 	f.StringSliceVar(&sf.authServers, "authorization-servers", splitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
 	f.StringVar(&sf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addOAuthFlags(c, g, &sf.oauth)
+	addJWTFlags(c, g, &sf.jwt)
 	return c
 }
 
@@ -132,6 +134,9 @@ func (sf *serveFlags) check() (limiterRate *ratelimit.Rate, err error) {
 		}
 	}
 	if err := sf.oauth.check(); err != nil {
+		return nil, err
+	}
+	if err := sf.jwt.check(); err != nil {
 		return nil, err
 	}
 	return limiterRate, nil
@@ -237,9 +242,19 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		ln.Close()
 		return err
 	}
+	base := sf.publicURL
+	if base == "" {
+		base = "http://" + displayAddr(ln.Addr())
+	}
+	base = strings.TrimRight(base, "/")
+	jv, err := newJWTVerifier(ctx, sf.jwt, base+"/mcp", st, g.env.now, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	mcfg := mcpserver.Config{
 		PublicURL:            sf.publicURL,
-		AuthorizationServers: sf.authServers,
+		AuthorizationServers: withIssuer(sf.authServers, sf.jwt.issuer),
 		AllowedOrigins:       sf.allowedOrigins,
 		AllowedHosts:         sf.allowedHosts,
 		Logger:               log,
@@ -247,12 +262,11 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if as != nil {
 		mcfg.OAuth = as
 	}
-	handler := mcpserver.New(mcfg, gd, cat, mcpserver.BearerSource{Verifier: verifier})
-	base := sf.publicURL
-	if base == "" {
-		base = "http://" + displayAddr(ln.Addr())
+	src := mcpserver.BearerSource{Verifier: verifier}
+	if jv != nil {
+		src.JWT = jv
 	}
-	base = strings.TrimRight(base, "/")
+	handler := mcpserver.New(mcfg, gd, cat, src)
 
 	var tokens *devTokens
 	if sf.dev {
