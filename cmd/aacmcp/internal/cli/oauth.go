@@ -120,7 +120,7 @@ func newOAuthPolicyCmd(g *globals) *cobra.Command {
 		Short: "Let every client connect (any, the default), or only the allowed client ids",
 		Long: `Set which OAuth clients may start an authorization. With allowlist, only the client
 ids added by 'aacmcp oauth clients allow' may: metadata-document URLs (such as
-https://claude.ai/oauth/mcp-oauth-client-metadata) or ids of registered clients.
+https://client.example/oauth/metadata.json) or ids of registered clients.
 Grants given earlier keep working until revoked; use 'aacmcp oauth grants revoke'.`,
 		Example: `  aacmcp oauth clients policy allowlist`,
 		Args:    wrapArgs(cobra.ExactArgs(1)),
@@ -133,16 +133,8 @@ Grants given earlier keep working until revoked; use 'aacmcp oauth grants revoke
 			return nil
 		},
 		run: func(c *cobra.Command, s adminStore, args []string) (any, string, error) {
-			o, err := oauthStoreOf(s)
+			pol, err := editPolicy(c, s, func(p *store.OAuthPolicy) error { p.Mode = args[0]; return nil })
 			if err != nil {
-				return nil, "", err
-			}
-			pol, err := o.GetOAuthPolicy(c.Context())
-			if err != nil {
-				return nil, "", err
-			}
-			pol.Mode = args[0]
-			if err := o.UpdateOAuthPolicy(c.Context(), pol); err != nil {
 				return nil, "", err
 			}
 			return pol, "policy: " + describePolicy(pol) + "\n", nil
@@ -168,28 +160,20 @@ func newOAuthAllowCmd(g *globals, allow bool) *cobra.Command {
 			return nil
 		},
 		run: func(c *cobra.Command, s adminStore, args []string) (any, string, error) {
-			o, err := oauthStoreOf(s)
-			if err != nil {
-				return nil, "", err
-			}
-			pol, err := o.GetOAuthPolicy(c.Context())
-			if err != nil {
-				return nil, "", err
-			}
 			id := args[0]
-			has := slices.Contains(pol.Allowed, id)
-			switch {
-			case allow && !has:
-				pol.Allowed = append(pol.Allowed, id)
-			case !allow && has:
-				pol.Allowed = slices.DeleteFunc(pol.Allowed, func(v string) bool { return v == id })
-			case !allow:
-				return nil, "", fmt.Errorf("client id %s is not on the allow-list", id)
-			}
-			if pol.Mode == "" {
-				pol.Mode = store.OAuthPolicyAny
-			}
-			if err := o.UpdateOAuthPolicy(c.Context(), pol); err != nil {
+			pol, err := editPolicy(c, s, func(p *store.OAuthPolicy) error {
+				has := slices.Contains(p.Allowed, id)
+				switch {
+				case allow && !has:
+					p.Allowed = append(p.Allowed, id)
+				case !allow && has:
+					p.Allowed = slices.DeleteFunc(p.Allowed, func(v string) bool { return v == id })
+				case !allow:
+					return fmt.Errorf("client id %s is not on the allow-list", id)
+				}
+				return nil
+			})
+			if err != nil {
 				return nil, "", err
 			}
 			text := fmt.Sprintf("allow-list: %d client id(s); policy %s\n", len(pol.Allowed), pol.Mode)
@@ -199,6 +183,25 @@ func newOAuthAllowCmd(g *globals, allow bool) *cobra.Command {
 			return pol, text, nil
 		},
 	})
+}
+
+// editPolicy reads the client policy, applies edit and writes it back.
+func editPolicy(c *cobra.Command, s adminStore, edit func(*store.OAuthPolicy) error) (store.OAuthPolicy, error) {
+	o, err := oauthStoreOf(s)
+	if err != nil {
+		return store.OAuthPolicy{}, err
+	}
+	pol, err := o.GetOAuthPolicy(c.Context())
+	if err != nil {
+		return store.OAuthPolicy{}, err
+	}
+	if err := edit(&pol); err != nil {
+		return store.OAuthPolicy{}, err
+	}
+	if pol.Mode == "" {
+		pol.Mode = store.OAuthPolicyAny
+	}
+	return pol, o.UpdateOAuthPolicy(c.Context(), pol)
 }
 
 func newOAuthClientRemoveCmd(g *globals) *cobra.Command {
