@@ -63,24 +63,27 @@ func (e WAFLogEntry) header(name string) string {
 const mcpNameHeader = "Mcp-Name"
 
 // tool is the tool the blocked request names, and its transport: the last segment
-// of a /tools/{name} URI (REST), or the Mcp-Name header of a POST to /mcp whose
-// Mcp-Method header says tools/call. ok is false for a request naming no tool.
+// of a /tools/{name} URI (REST), or, for a POST to /mcp, the Mcp-Name header. A /mcp
+// request of a protocol before 2026-07-28 carries no Mcp-Method or Mcp-Name header:
+// it may be a tools/call, and is kept with tool "" (as the access log's /mcp 401s
+// are). One whose Mcp-Method says it is something else (initialize, tools/list) is
+// no tool invocation. ok is false for requests naming no tool.
 func (e WAFLogEntry) tool() (name, transport string, ok bool) {
 	uri := strings.TrimSpace(e.HTTPRequest.URI)
 	if n := toolFromPath(uri); n != "" {
 		return n, audit.TransportREST, true
 	}
-	if strings.HasSuffix(strings.TrimRight(uri, "/"), "/mcp") &&
-		strings.TrimSpace(e.header("Mcp-Method")) == "tools/call" {
-		if n := strings.TrimSpace(e.header(mcpNameHeader)); n != "" {
-			return n, audit.TransportMCP, true
-		}
+	if !strings.HasSuffix(strings.TrimRight(uri, "/"), "/mcp") || !strings.EqualFold(e.HTTPRequest.HTTPMethod, "POST") {
+		return "", "", false
 	}
-	return "", "", false
+	if m := strings.TrimSpace(e.header("Mcp-Method")); m != "" && m != "tools/call" {
+		return "", "", false
+	}
+	return strings.TrimSpace(e.header(mcpNameHeader)), audit.TransportMCP, true
 }
 
 // Record turns the log record of a request the web ACL blocked, and that names a
-// tool, into its audit record: denied, waf_blocked, the tool and its facts, stamped
+// tool (or may be a tools/call, see tool), into its audit record: denied, waf_blocked, the tool and its facts, stamped
 // with WAF's own time. ok is false for requests WAF let through (ALLOW, COUNT) and
 // for blocked requests that name no tool (a scan of /, a GET of the metadata): they
 // were never tool invocations.
