@@ -53,7 +53,7 @@ func TestAccessLogFormatIsJSON(t *testing.T) {
 func TestAccessLogRecord(t *testing.T) {
 	cat := catalog.New(catalog.Deps{})
 	base := map[string]string{
-		"$context.extendedRequestId":            "0b1c2d3e-aaaa-bbbb-cccc-000000000001",
+		"$context.extendedRequestId":    "0b1c2d3e-aaaa-bbbb-cccc-000000000001",
 		"$context.identity.sourceIp":    "198.51.100.20",
 		"$context.identity.userAgent":   "curl/8.0",
 		"$context.requestTimeEpoch":     "1772366400123",
