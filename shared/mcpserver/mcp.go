@@ -41,6 +41,9 @@ type rpcEnvelope struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
+	// notification: the message has no id member at all (JSON-RPC 2.0 section 4.1;
+	// "id": null is a request, if a discouraged one).
+	notification bool
 }
 
 // toolCallParams are the params of tools/call, decoded once for every reader in
@@ -104,6 +107,7 @@ func parseEnvelope(body []byte) (env rpcEnvelope, batch bool, err error) {
 		return env, true, nil
 	}
 	err = json.Unmarshal(body, &env)
+	env.notification = err == nil && env.ID == nil
 	if err == nil && !validID(env.ID) {
 		env.ID = nil
 	}
@@ -270,6 +274,18 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			req.ProtocolVersion = metaString(tc.Meta.fields, mcp.MetaKeyProtocolVersion)
 		}
 		st.call = &req
+	}
+	if isCall && env.notification {
+		// A notification gets no response, so a tool run for one would have an
+		// effect its sender never learns of; mcp-go ran it or not depending on the
+		// headers. It never runs, and the answer is the same whatever the headers:
+		// 202 with no body, as Streamable HTTP answers every notification.
+		e := apperr.New(apperr.InvalidArguments, "tools/call sent as a notification (no id) is not run")
+		h.guard.RecordRejected(r.Context(), *st.call, e)
+		st.invoked = true
+		st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
 	// A message the protocol layer refuses is refused before enforcement: a
 	// malformed request is a 400, never a scope challenge.
