@@ -313,6 +313,10 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	if !p.Has(t.Scopes...) {
 		return Result{Err: errInsufficientScope(t)}
 	}
+	if a.ambiguous {
+		// Before confirm: which confirm the caller meant is exactly what is unknown.
+		return Result{Err: apperr.New(apperr.InvalidArguments, a.problem)}
+	}
 	if t.Annotations.Destructive && !a.confirmed() {
 		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
 	}

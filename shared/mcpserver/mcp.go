@@ -15,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
 	"github.com/aacworkflow/aacmcp/shared/internal/jsonstr"
 )
 
@@ -274,6 +275,18 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			req.ProtocolVersion = metaString(tc.Meta.fields, mcp.MetaKeyProtocolVersion)
 		}
 		st.call = &req
+	}
+	if name, dup := jsondup.Find(body); dup {
+		// Refused before anything reads it further: mcp-go and the pre-dispatch read
+		// the last of two members, a proxy or policy layer may have read the first.
+		e := apperr.Newf(apperr.InvalidArguments, "the message repeats the member name %s", strconv.Quote(truncateText(name, 64)))
+		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, rpcInvalidRequest, e.Message, e.Body()))
+		if isCall {
+			h.guard.RecordRejected(r.Context(), *st.call, e)
+			st.invoked = true
+			st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+		}
+		return
 	}
 	if isCall && env.notification {
 		// A notification gets no response, so a tool run for one would have an
@@ -578,4 +591,16 @@ func plainID(id json.RawMessage) ([]byte, bool) {
 		}
 	}
 	return t, true
+}
+
+// truncateText bounds caller-chosen text quoted in an error message, on a rune
+// boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
 }
