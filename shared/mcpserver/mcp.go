@@ -439,12 +439,28 @@ func (h *handler) newMCPHandler() http.Handler {
 	)
 }
 
-// filterTools keeps the tools whose scopes the caller holds, in catalog order
-// (mcp-go hands them over sorted by name). No principal: none (fail closed).
+// filterTools keeps the tools the caller may call, in catalog order (mcp-go hands
+// them over sorted by name). No principal: none (fail closed).
+//
+// mcp-go runs the filter for tools/list and for tools/call. For tools/list it is
+// the caller's scopes and role (guard.Permitted reads the member record now); a
+// member record that cannot be read lists nothing. For a tools/call it stays the
+// scopes only: refuseEarly has already answered those, and a role refusal is the
+// guard's to make (permission_denied, audited), not mcp-go's "tool not found".
 func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	p := stateOf(ctx).principal
+	st := stateOf(ctx)
+	p := st.principal
 	if p == nil {
 		return []mcp.Tool{}
+	}
+	allowed := func(t catalog.Tool) bool { return p.Has(t.Scopes...) }
+	if st.call == nil {
+		permitted, err := h.guard.Permitted(ctx, *p)
+		if err != nil {
+			h.log.Error("member record not read; tools/list lists nothing", "request_id", st.requestID, "err", err)
+			return []mcp.Tool{}
+		}
+		allowed = permitted
 	}
 	byName := make(map[string]mcp.Tool, len(tools))
 	for _, t := range tools {
@@ -452,7 +468,7 @@ func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 	}
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range h.cat.Tools() {
-		if mt, ok := byName[t.Name]; ok && p.Has(t.Scopes...) {
+		if mt, ok := byName[t.Name]; ok && allowed(t) {
 			out = append(out, mt)
 		}
 	}
