@@ -38,7 +38,7 @@ type args struct {
 	// they are refused before any check reads them (confirm included).
 	ambiguous bool
 	// canonical is the canonical encoding of obj (or raw when obj is nil), the
-	// input of args_sha256.
+	// input of args_hmac.
 	canonical []byte
 }
 

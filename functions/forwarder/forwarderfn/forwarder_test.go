@@ -196,8 +196,7 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 		t.Errorf("connector's record changed on the way: %+v", got)
 	}
 	// The 1.0 record is forwarded as the tool call it was, still saying 1.0.
-	wantLegacy := legacy
-	wantLegacy.EventVersion = audit.EventVersion10
+	wantLegacy := audittest.AsLegacy(legacy, audit.EventVersion10)
 	if got := recs[2]; !reflect.DeepEqual(got, wantLegacy) {
 		t.Errorf("1.0 record = %+v\nwant %+v", got, wantLegacy)
 	}
