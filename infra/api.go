@@ -194,7 +194,7 @@ func (a *api) addGatewayResponses() {
 		{"UnknownRoute", awsapigateway.ResponseType_MISSING_AUTHENTICATION_TOKEN(), "404", errorBody("no such route", apperr.NotFound), nil},
 		{"Throttled", awsapigateway.ResponseType_THROTTLED(), "429", errorBody("too many requests", apperr.RateLimited), map[string]string{"Retry-After": "'1'"}},
 		{"TooLarge", awsapigateway.ResponseType_REQUEST_TOO_LARGE(), "413", errorBody("request body too large", apperr.InvalidArguments), nil},
-		{"WafFiltered", awsapigateway.ResponseType_WAF_FILTERED(), "403", errorBody("request blocked by the web application firewall", apperr.PermissionDenied), nil},
+		{"WafFiltered", awsapigateway.ResponseType_WAF_FILTERED(), "403", errorBody("request blocked by the web application firewall", apperr.WAFBlocked), nil},
 		{"Default4xx", awsapigateway.ResponseType_DEFAULT_4XX(), "", errorBody("bad request", apperr.InvalidArguments), nil},
 		{"Default5xx", awsapigateway.ResponseType_DEFAULT_5XX(), "", errorBody("internal error", apperr.InternalError), nil},
 	} {

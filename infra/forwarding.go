@@ -1,11 +1,13 @@
 package main
 
 import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogsdestinations"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
 )
 
@@ -32,8 +34,10 @@ const metricAuditFallbackLines = "AuditFallbackLines"
 // own log group is not subscribed: a failing forwarder would feed itself.
 func newForwarding(scope constructs.Construct, fns *functionSet, a *api) {
 	dest := awslogsdestinations.NewLambdaDestination(fns.get(fnForwarder), nil)
+	var auditing []*string
 	for _, name := range []string{fnMCP, fnAuthorizer} {
 		lg := fns.logGroups[name]
+		auditing = append(auditing, lg.LogGroupName())
 		id := functionID(name)
 		awslogs.NewSubscriptionFilter(scope, jsii.String(id+"AuditFallback"), &awslogs.SubscriptionFilterProps{
 			LogGroup:      lg,
@@ -53,4 +57,10 @@ func newForwarding(scope constructs.Construct, fns *functionSet, a *api) {
 		Destination:   dest,
 		FilterPattern: awslogs.FilterPattern_Literal(jsii.String(unauthenticatedFilterPattern)),
 	})
+	// The forwarder reads each kind of line only from the groups that can hold it
+	// (fallback lines from the functions, access-log entries from the access log):
+	// a caller-chosen User-Agent in the access log must not pass for a fallback line.
+	fwd := fns.get(fnForwarder)
+	fwd.AddEnvironment(jsii.String(forwarderfn.EnvFunctionLogGroups), awscdk.Fn_Join(jsii.String(","), &auditing), nil)
+	fwd.AddEnvironment(jsii.String(forwarderfn.EnvAccessLogGroup), a.accessLog.LogGroupName(), nil)
 }

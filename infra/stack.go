@@ -52,6 +52,8 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 	}
 	a := newAPI(stack, cfg, fns)
 	newForwarding(stack, fns, a)
+	newWAFLogging(stack, cfg, a, fns)
+	newDigestKey(stack, fns)
 	an := newAnalytics(stack, cfg, p, props.Queries)
 	m := newMonitoring(stack, cfg, d, p, fns, a)
 	newOutputs(stack, d, p, fns, a, an, m)

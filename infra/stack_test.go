@@ -501,6 +501,7 @@ func TestForwarding(t *testing.T) {
 		functionID(fnMCP) + "Logs":        fallbackFilterPattern,
 		functionID(fnAuthorizer) + "Logs": fallbackFilterPattern,
 		"ApiAccessLogs":                   unauthenticatedFilterPattern,
+		"WafLogs":                         wafBlockedFilterPattern,
 	}
 	got := map[string]string{}
 	for _, id := range plain.raw.ofType("AWS::Logs::SubscriptionFilter") {

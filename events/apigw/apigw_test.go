@@ -55,10 +55,12 @@ func TestSampleEvents(t *testing.T) {
 	capture := &lambdatest.Capture{Next: env.Sink()}
 	var emf bytes.Buffer
 	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{
-		DB:     env.DB,
-		Audit:  capture,
-		Stdout: &emf,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		// A fixed digest key keeps args_hmac identical on every run.
+		DigestKey: []byte("apigw-golden-digest-key-32-bytes"),
+		DB:        env.DB,
+		Audit:     capture,
+		Stdout:    &emf,
+		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		// A fixed clock keeps dates (usage days, the dashboard's default range)
 		// identical on every run.
 		Now: func() time.Time { return fixedNow },

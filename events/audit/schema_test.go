@@ -63,6 +63,14 @@ func TestExamplesValidate(t *testing.T) {
 				}
 				return
 			}
+			if r.EventVersion == audit.EventVersion11 {
+				// Before the keyed digests: the plain digest and the key in clear,
+				// kept as they were, and no HMACs.
+				if r.ArgsHMAC != "" || r.IdempotencyKeyHMAC != "" || r.ArgsSHA256 == "" {
+					t.Errorf("1.1 record decoded with args_hmac %q, idempotency_key_hmac %q, args_sha256 %q", r.ArgsHMAC, r.IdempotencyKeyHMAC, r.ArgsSHA256)
+				}
+				return
+			}
 			// A current example is exactly what the encoder writes: same fields,
 			// same order.
 			again, err := audit.MarshalLine(r)
@@ -76,6 +84,7 @@ func TestExamplesValidate(t *testing.T) {
 	}
 	for _, k := range []string{
 		audit.EventVersion10 + " " + audit.EventToolCall,
+		audit.EventVersion11 + " " + audit.EventToolCall,
 		audit.EventVersion + " " + audit.EventToolCall,
 		audit.EventVersion + " " + audit.EventAuthorization,
 	} {
@@ -201,7 +210,7 @@ func TestSinkRecordsValidate(t *testing.T) {
 	recs := []audit.Record{
 		audittest.Record(ts),
 		audittest.Record(ts, func(r *audit.Record) { r.ScopesProvided, r.ScopesRequired = nil, nil }),
-		audittest.Record(ts, func(r *audit.Record) { r.Transport, r.ArgsSHA256 = audit.TransportREST, "" }),
+		audittest.Record(ts, func(r *audit.Record) { r.Transport, r.ArgsHMAC = audit.TransportREST, "" }),
 		audittest.Record(ts, audittest.Client("https://claude.ai/oauth/mcp-client-metadata")),
 	}
 	for _, a := range audit.Actions {
@@ -315,6 +324,15 @@ func TestSchemaRejects(t *testing.T) {
 			delete(m, "client_id")
 			delete(m, "event_type")
 			delete(m, "action")
+			m["args_sha256"], m["idempotency_key"] = m["args_hmac"], "k1"
+			delete(m, "args_hmac")
+			delete(m, "idempotency_key_hmac")
+		})},
+		{"1.1 record with its plain digest", edit(func(m map[string]any) {
+			m["event_version"] = "1.1"
+			m["args_sha256"], m["idempotency_key"] = m["args_hmac"], "k1"
+			delete(m, "args_hmac")
+			delete(m, "idempotency_key_hmac")
 		})},
 		{"oauth client's tool call", edit(func(m map[string]any) { m["client_id"] = "https://claude.ai/oauth/mcp-client-metadata" })},
 		{"authorization event", edit(func(m map[string]any) {
@@ -330,9 +348,10 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaVersions: the schema's versions are the one written now and 1.0, and it
-// requires the 1.1 fields exactly of 1.1 records: the 1.0 columns unconditionally,
-// the three 1.1 added under the version condition.
+// TestSchemaVersions: the schema's versions are 1.0, 1.1 and the one written now;
+// the columns every version has are required unconditionally, the 1.1 fields and
+// the HMACs of every record past 1.1, and a record past 1.1 never carries the plain
+// digest or the key in clear.
 func TestSchemaVersions(t *testing.T) {
 	var doc struct {
 		Required   []string `json:"required"`
@@ -345,37 +364,50 @@ func TestSchemaVersions(t *testing.T) {
 			If struct {
 				Properties struct {
 					EventVersion struct {
-						Const string `json:"const"`
+						Enum []string `json:"enum"`
 					} `json:"event_version"`
 				} `json:"properties"`
 			} `json:"if"`
-			Then struct {
+			Else struct {
 				Required []string `json:"required"`
-			} `json:"then"`
+			} `json:"else"`
 		} `json:"allOf"`
 	}
 	if err := json.Unmarshal(schema.Schema, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{audit.EventVersion10, audit.EventVersion}; !slices.Equal(doc.Properties.EventVersion.Enum, want) {
+	if want := []string{audit.EventVersion10, audit.EventVersion11, audit.EventVersion}; !slices.Equal(doc.Properties.EventVersion.Enum, want) {
 		t.Errorf("event_version enum %v, want %v", doc.Properties.EventVersion.Enum, want)
 	}
 	props, err := schema.Properties()
 	if err != nil {
 		t.Fatal(err)
 	}
-	added := []string{"client_id", "event_type", "action"}
+	current := []string{"idempotency_key_hmac", "args_hmac", "client_id", "event_type", "action"}
+	legacy := []string{"args_sha256", "idempotency_key"}
 	var conditional []string
 	for _, a := range doc.AllOf {
-		if a.If.Properties.EventVersion.Const == audit.EventVersion {
-			conditional = append(conditional, a.Then.Required...)
+		if slices.Equal(a.If.Properties.EventVersion.Enum, []string{audit.EventVersion10, audit.EventVersion11}) {
+			conditional = append(conditional, a.Else.Required...)
 		}
 	}
-	if !slices.Equal(conditional, added) {
-		t.Errorf("required of %s records: %v, want %v", audit.EventVersion, conditional, added)
+	if !slices.Equal(conditional, current) {
+		t.Errorf("required of %s records: %v, want %v", audit.EventVersion, conditional, current)
 	}
-	if want := slices.DeleteFunc(slices.Clone(props), func(p string) bool { return slices.Contains(added, p) }); !slices.Equal(doc.Required, want) {
-		t.Errorf("required %v\nwant     %v (every 1.0 column)", doc.Required, want)
+	want := slices.DeleteFunc(slices.Clone(props), func(p string) bool {
+		return slices.Contains(current, p) || slices.Contains(legacy, p)
+	})
+	if !slices.Equal(doc.Required, want) {
+		t.Errorf("required %v\nwant     %v (the columns of every version)", doc.Required, want)
+	}
+	// A 1.2 record with the plain digest or the key in clear is refused.
+	rec := audittest.Record(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	line, _ := audit.MarshalLine(rec)
+	for _, leak := range []string{`,"args_sha256":"` + rec.ArgsHMAC + `"}`, `,"idempotency_key":"k1"}`} {
+		bad := append(bytes.TrimSuffix(bytes.TrimSpace(line), []byte("}")), leak...)
+		if err := schema.Validate(bad); err == nil {
+			t.Errorf("schema accepted a 1.2 record with %s", leak)
+		}
 	}
 }
 
@@ -452,7 +484,7 @@ func TestSpecExampleGolden(t *testing.T) {
 		ResourceID:      issueID,
 		JSONRPCID:       "1",
 		ProtocolVersion: "2025-11-25",
-		ArgsSHA256:      hex.EncodeToString(sum[:]),
+		ArgsHMAC:        hex.EncodeToString(sum[:]),
 		Transport:       audit.TransportMCP,
 		EventType:       audit.EventToolCall,
 	}

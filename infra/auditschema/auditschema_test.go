@@ -29,14 +29,22 @@ func TestColumnsFollowTheRecord(t *testing.T) {
 	if cols[0].Name != "event_id" {
 		t.Errorf("first column %s: the order must be the struct's", cols[0].Name)
 	}
-	// Event version 1.1 appended its columns after the 1.0 ones: an additive change
-	// to the table, which reads the 1.0 Parquet files (without them) as NULL.
+	// Event version 1.1 appended its columns after the 1.0 ones; 1.2 put its HMACs
+	// where the plain digests were and moved those (kept for 1.0 and 1.1 records)
+	// to the end. Athena reads Parquet and JSON columns by name, so old files read
+	// their digests into the moved columns and NULL into the new ones.
 	var last []Column
-	if len(cols) >= 3 {
-		last = cols[len(cols)-3:]
+	if len(cols) >= 5 {
+		last = cols[len(cols)-5:]
 	}
-	if want := []Column{{"client_id", TypeString}, {"event_type", TypeString}, {"action", TypeString}}; !slices.Equal(last, want) {
+	if want := []Column{{"client_id", TypeString}, {"event_type", TypeString}, {"action", TypeString},
+		{"args_sha256", TypeString}, {"idempotency_key", TypeString}}; !slices.Equal(last, want) {
 		t.Errorf("last columns %v, want %v", last, want)
+	}
+	for _, c := range []string{"args_hmac", "idempotency_key_hmac"} {
+		if byName[c] != TypeString {
+			t.Errorf("no %s column", c)
+		}
 	}
 }
 

@@ -28,12 +28,16 @@ const (
 	Conflict               Code = "conflict"
 	InternalError          Code = "internal_error"
 	UnknownTool            Code = "unknown_tool"
+	// WAFBlocked is never answered by the server: the web application firewall in
+	// front of it refused the request, and the audit forwarder records that refusal
+	// from the firewall's log.
+	WAFBlocked Code = "waf_blocked"
 )
 
 // Codes lists every code in documentation order. A test keeps the README in step.
 var Codes = []Code{
 	InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited,
-	InvalidArguments, NotFound, Conflict, InternalError, UnknownTool,
+	InvalidArguments, NotFound, Conflict, InternalError, UnknownTool, WAFBlocked,
 }
 
 // Outcome is the audit outcome of a tool call.
@@ -50,7 +54,7 @@ func (c Code) HTTPStatus() int {
 	switch c {
 	case InvalidToken:
 		return http.StatusUnauthorized
-	case InsufficientScope, PermissionDenied:
+	case InsufficientScope, PermissionDenied, WAFBlocked:
 		return http.StatusForbidden
 	case DestructiveFlagMissing, InvalidArguments:
 		return http.StatusBadRequest
@@ -71,7 +75,7 @@ func (c Code) Outcome() Outcome {
 	switch c {
 	case "":
 		return OutcomeSuccess
-	case InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited:
+	case InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited, WAFBlocked:
 		return OutcomeDenied
 	default:
 		return OutcomeError
@@ -101,6 +105,8 @@ func (c Code) Describe() string {
 		return "the server failed; nothing internal is disclosed"
 	case UnknownTool:
 		return "no tool of that name"
+	case WAFBlocked:
+		return "the web application firewall refused the request before it reached the server (recorded from its log)"
 	}
 	return ""
 }

@@ -6,7 +6,9 @@
 // token; these are EventToolCall records. The authorization server writes
 // EventAuthorization records (consent, tokens, revocations, registrations) to the
 // same log. The record is delivered before the response is returned. Raw arguments
-// are never recorded: only their SHA-256 (they may hold personal data).
+// and idempotency keys are never recorded: only their HMAC-SHA256 under a
+// per-deployment key (they may hold personal data, and a plain hash of a short
+// argument can be recovered by guessing; see Digester).
 package audit
 
 import "context"
@@ -16,41 +18,57 @@ import "context"
 // 1.1 added client_id, event_type and action. Version 1.0 records, which lack them,
 // are still read everywhere: a 1.0 record is a tool call of a personal token (see
 // Normalize), and the query views read its missing columns as NULL.
-const EventVersion = "1.1"
+//
+// 1.2 replaced args_sha256 (a plain SHA-256 of the canonical arguments) with
+// args_hmac, and idempotency_key (the key in clear) with idempotency_key_hmac, both
+// keyed with the deployment's digest key. Records of 1.0 and 1.1 keep their
+// args_sha256 and idempotency_key (the legacy fields at the end of Record), and have
+// no HMACs: an old value cannot be keyed after the fact.
+const EventVersion = "1.2"
 
 // EventVersion10 is the first schema version, before the authorization server.
 const EventVersion10 = "1.0"
 
+// EventVersion11 is the version before the keyed digests.
+const EventVersion11 = "1.1"
+
+// legacyDigests reports whether records of version v carry args_sha256 and
+// idempotency_key rather than their HMACs.
+func legacyDigests(v string) bool { return v == EventVersion10 || v == EventVersion11 }
+
 // Record is one audit event. Field names are the wire (and Athena column) names; the
 // spec's own fields keep the spec's names. The JSON Schema is events/audit/record.schema.json.
 type Record struct {
-	EventID          string   `json:"event_id"`
-	EventVersion     string   `json:"event_version"`
-	Timestamp        string   `json:"timestamp"` // RFC 3339 UTC with milliseconds
-	Tool             string   `json:"tool"`
-	Outcome          string   `json:"outcome"` // success, denied, error
-	Reason           string   `json:"reason"`  // stable error code, "" on success
-	ScopesProvided   []string `json:"scopes_provided"`
-	ScopesRequired   []string `json:"scopes_required"`
-	WorkspaceID      string   `json:"workspace_id"`
-	UserID           string   `json:"user_id"`
-	TokenID          string   `json:"token_id"`
-	ReadOnly         bool     `json:"read_only"`
-	Destructive      bool     `json:"destructive"`
-	ConfirmPresent   bool     `json:"confirm_present"`
-	ResourceID       string   `json:"resource_id"`
-	IdempotencyKey   string   `json:"idempotency_key"`
-	IdempotentReplay bool     `json:"idempotent_replay"`
-	RequestID        string   `json:"request_id"`
-	JSONRPCID        string   `json:"jsonrpc_id"`
-	ClientName       string   `json:"client_name"`
-	ClientVersion    string   `json:"client_version"`
-	ProtocolVersion  string   `json:"protocol_version"`
-	UserAgent        string   `json:"user_agent"`
-	SourceIP         string   `json:"source_ip"`
-	ArgsSHA256       string   `json:"args_sha256"`
-	DurationMS       int64    `json:"duration_ms"`
-	Transport        string   `json:"transport"` // mcp, rest or oauth
+	EventID        string   `json:"event_id"`
+	EventVersion   string   `json:"event_version"`
+	Timestamp      string   `json:"timestamp"` // RFC 3339 UTC with milliseconds
+	Tool           string   `json:"tool"`
+	Outcome        string   `json:"outcome"` // success, denied, error
+	Reason         string   `json:"reason"`  // stable error code, "" on success
+	ScopesProvided []string `json:"scopes_provided"`
+	ScopesRequired []string `json:"scopes_required"`
+	WorkspaceID    string   `json:"workspace_id"`
+	UserID         string   `json:"user_id"`
+	TokenID        string   `json:"token_id"`
+	ReadOnly       bool     `json:"read_only"`
+	Destructive    bool     `json:"destructive"`
+	ConfirmPresent bool     `json:"confirm_present"`
+	ResourceID     string   `json:"resource_id"`
+	// IdempotencyKeyHMAC is the HMAC of the caller's idempotency key (Digester), ""
+	// when the call had none.
+	IdempotencyKeyHMAC string `json:"idempotency_key_hmac"`
+	IdempotentReplay   bool   `json:"idempotent_replay"`
+	RequestID          string `json:"request_id"`
+	JSONRPCID          string `json:"jsonrpc_id"`
+	ClientName         string `json:"client_name"`
+	ClientVersion      string `json:"client_version"`
+	ProtocolVersion    string `json:"protocol_version"`
+	UserAgent          string `json:"user_agent"`
+	SourceIP           string `json:"source_ip"`
+	// ArgsHMAC is the HMAC of the canonical arguments (Digester).
+	ArgsHMAC   string `json:"args_hmac"`
+	DurationMS int64  `json:"duration_ms"`
+	Transport  string `json:"transport"` // mcp, rest or oauth
 	// ClientID is the OAuth client behind the token ("" for a personal token).
 	ClientID string `json:"client_id"`
 	// EventType is EventToolCall for tool invocations and rejected tokens, and
@@ -58,6 +76,13 @@ type Record struct {
 	EventType string `json:"event_type"`
 	// Action names an authorization event (ActionConsentGranted, ...); "" on tool calls.
 	Action string `json:"action"`
+
+	// ArgsSHA256 and IdempotencyKey are the 1.0 and 1.1 forms of ArgsHMAC and
+	// IdempotencyKeyHMAC, kept so that old records read, compact and query without
+	// loss. Writers of 1.2 never set them; Validate refuses them on 1.2 records. They
+	// come last and are left out when empty, so a 1.2 line does not carry them.
+	ArgsSHA256     string `json:"args_sha256,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Event types.

@@ -160,8 +160,17 @@ func (r Record) Validate() error {
 		return fmt.Errorf("audit: action %q is not an authorization action", r.Action)
 	case r.EventType != EventToolCall && r.EventType != EventAuthorization:
 		return fmt.Errorf("audit: event_type %q is not tool_call or authorization", r.EventType)
+	case !isSHA256OrEmpty(r.ArgsHMAC):
+		return fmt.Errorf("audit: args_hmac %q is not a lowercase hex HMAC-SHA256", r.ArgsHMAC)
+	case !isSHA256OrEmpty(r.IdempotencyKeyHMAC):
+		return fmt.Errorf("audit: idempotency_key_hmac %q is not a lowercase hex HMAC-SHA256", r.IdempotencyKeyHMAC)
 	case !isSHA256OrEmpty(r.ArgsSHA256):
 		return fmt.Errorf("audit: args_sha256 %q is not a lowercase hex SHA-256", r.ArgsSHA256)
+	case legacyDigests(r.EventVersion) && (r.ArgsHMAC != "" || r.IdempotencyKeyHMAC != ""):
+		return fmt.Errorf("audit: a %s record carries an HMAC (added in 1.2)", r.EventVersion)
+	case !legacyDigests(r.EventVersion) && (r.ArgsSHA256 != "" || r.IdempotencyKey != ""):
+		// A 1.2 writer that still copied the key in clear would leak it.
+		return fmt.Errorf("audit: a %s record carries args_sha256 or idempotency_key (replaced by their HMACs in 1.2)", r.EventVersion)
 	case r.DurationMS < 0:
 		return fmt.Errorf("audit: duration_ms %d is negative", r.DurationMS)
 	}
@@ -208,7 +217,10 @@ func UnmarshalLine(line []byte) (Record, error) {
 
 // Normalize returns r as every reader should see it, whatever wrote it: nil arrays
 // as empty ones, and the fields a version 1.0 record lacks filled with what they
-// meant then. Every 1.0 record is a tool call (the authorization server came with
+// meant then. A 1.0 or 1.1 record keeps its args_sha256 and idempotency_key as they
+// were and has no HMACs (its args_hmac and idempotency_key_hmac read ""): its plain
+// digest cannot be turned into the keyed one, and rewriting it would change what was
+// recorded. Every 1.0 record is a tool call (the authorization server came with
 // 1.1), so an empty event_type becomes EventToolCall; its client_id and action stay
 // "", which is what a personal token's tool call carries. event_version is kept: it
 // says which writer the record came from.

@@ -222,7 +222,8 @@ func TestNormalize(t *testing.T) {
 		wantEventType string
 	}{
 		{"1.0 without event_type is a tool call", audittest.Record(ts, func(r *audit.Record) {
-			r.EventVersion, r.EventType = audit.EventVersion10, ""
+			*r = audittest.AsLegacy(*r, audit.EventVersion10)
+			r.EventType = ""
 		}), audit.EventToolCall},
 		{"1.0 keeps an explicit event_type", audittest.Record(ts, audittest.Authorization(audit.ActionTokenIssued), func(r *audit.Record) {
 			r.EventVersion = audit.EventVersion10

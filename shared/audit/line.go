@@ -56,8 +56,8 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = strconv.AppendBool(dst, r.ConfirmPresent)
 	dst = append(dst, `,"resource_id":`...)
 	dst = jsonstr.Append(dst, r.ResourceID)
-	dst = append(dst, `,"idempotency_key":`...)
-	dst = jsonstr.Append(dst, r.IdempotencyKey)
+	dst = append(dst, `,"idempotency_key_hmac":`...)
+	dst = jsonstr.Append(dst, r.IdempotencyKeyHMAC)
 	dst = append(dst, `,"idempotent_replay":`...)
 	dst = strconv.AppendBool(dst, r.IdempotentReplay)
 	dst = append(dst, `,"request_id":`...)
@@ -74,8 +74,8 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = jsonstr.Append(dst, r.UserAgent)
 	dst = append(dst, `,"source_ip":`...)
 	dst = jsonstr.Append(dst, r.SourceIP)
-	dst = append(dst, `,"args_sha256":`...)
-	dst = jsonstr.Append(dst, r.ArgsSHA256)
+	dst = append(dst, `,"args_hmac":`...)
+	dst = jsonstr.Append(dst, r.ArgsHMAC)
 	dst = append(dst, `,"duration_ms":`...)
 	dst = strconv.AppendInt(dst, r.DurationMS, 10)
 	dst = append(dst, `,"transport":`...)
@@ -86,6 +86,15 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = jsonstr.Append(dst, r.EventType)
 	dst = append(dst, `,"action":`...)
 	dst = jsonstr.Append(dst, r.Action)
+	// The legacy fields are omitempty, as their tags say.
+	if r.ArgsSHA256 != "" {
+		dst = append(dst, `,"args_sha256":`...)
+		dst = jsonstr.Append(dst, r.ArgsSHA256)
+	}
+	if r.IdempotencyKey != "" {
+		dst = append(dst, `,"idempotency_key":`...)
+		dst = jsonstr.Append(dst, r.IdempotencyKey)
+	}
 	return append(dst, "}\n"...)
 }
 
@@ -100,11 +109,17 @@ func lineSize(r *Record) int {
 	n := skeletonSize + len("-9223372036854775808") +
 		len(r.EventID) + len(r.EventVersion) + len(r.Timestamp) + len(r.Tool) +
 		len(r.Outcome) + len(r.Reason) + len(r.WorkspaceID) + len(r.UserID) +
-		len(r.TokenID) + len(r.ResourceID) + len(r.IdempotencyKey) + len(r.RequestID) +
+		len(r.TokenID) + len(r.ResourceID) + len(r.IdempotencyKeyHMAC) + len(r.RequestID) +
 		len(r.JSONRPCID) + len(r.ClientName) + len(r.ClientVersion) +
 		len(r.ProtocolVersion) + len(r.UserAgent) + len(r.SourceIP) +
-		len(r.ArgsSHA256) + len(r.Transport) + len(r.ClientID) + len(r.EventType) +
+		len(r.ArgsHMAC) + len(r.Transport) + len(r.ClientID) + len(r.EventType) +
 		len(r.Action)
+	if r.ArgsSHA256 != "" {
+		n += len(`,"args_sha256":""`) + len(r.ArgsSHA256)
+	}
+	if r.IdempotencyKey != "" {
+		n += len(`,"idempotency_key":""`) + len(r.IdempotencyKey)
+	}
 	for _, s := range r.ScopesProvided {
 		n += len(s) + len(`"",`)
 	}

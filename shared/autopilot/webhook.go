@@ -20,14 +20,34 @@ import (
 	"time"
 )
 
-// Webhook headers. The signature covers the exact body bytes; receivers verify it with
-// Verify before parsing the body, and deduplicate on Idempotency-Key (the run id), since
-// a retried POST whose answer was lost arrives twice.
+// Webhook headers. The signature header carries the signing time and the HMAC of
+// that time and the exact body bytes (see Sign); receivers verify it with Verify
+// before parsing the body, and deduplicate on Idempotency-Key (the run id), since a
+// retried POST whose answer was lost arrives twice.
 const (
 	HeaderSignature      = "X-AAC-Signature"
-	HeaderTimestamp      = "X-AAC-Timestamp"
 	HeaderIdempotencyKey = "Idempotency-Key"
-	signaturePrefix      = "sha256="
+)
+
+// SignatureTolerance is how far the signing time of a delivery may be from the
+// receiver's clock, either way, for Verify to accept it. A captured delivery can be
+// replayed only within this window, where Idempotency-Key deduplication catches it.
+const SignatureTolerance = 5 * time.Minute
+
+// Signature header parts: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">.
+const (
+	sigTimestampKey = "t"
+	sigSchemeV1     = "v1"
+	// maxSignatureHeader bounds the header Verify parses (a few signatures fit).
+	maxSignatureHeader = 1024
+)
+
+// Verification failures, for receivers that want to log why (all mean "reject").
+var (
+	ErrSignatureMalformed = errors.New("autopilot webhook: signature header is missing or malformed")
+	ErrSignatureExpired   = errors.New("autopilot webhook: signature is older than the tolerance (a replay?)")
+	ErrSignatureFuture    = errors.New("autopilot webhook: signature time is too far in the future")
+	ErrSignatureMismatch  = errors.New("autopilot webhook: no signature matches the body")
 )
 
 // Defaults keep a dispatch well inside an API Gateway / Lambda request budget.
@@ -76,7 +96,7 @@ func WithBackoff(base, maxDelay time.Duration) Option {
 	}
 }
 
-// WithClock sets the clock used for the X-AAC-Timestamp header.
+// WithClock sets the clock the signatures' time is read from.
 func WithClock(now func() time.Time) Option {
 	return func(w *Webhook) {
 		if now != nil {
@@ -162,27 +182,83 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Sign returns the X-AAC-Signature value of body: "sha256=" and the hex HMAC-SHA256.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return signaturePrefix + hex.EncodeToString(m.Sum(nil))
+// Sign returns the X-AAC-Signature value of body signed at t:
+// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<unix seconds>.<body>")>" (the scheme
+// Stripe uses). The time is inside the MAC, so a delivery cannot be replayed later
+// with a fresh time.
+func Sign(secret []byte, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return sigTimestampKey + "=" + ts + "," + sigSchemeV1 + "=" + hex.EncodeToString(mac(secret, ts, body))
 }
 
-// Verify reports whether header is a valid signature of body, in constant time. It is
-// what an agent runner written in Go calls before trusting a job.
-func Verify(secret, body []byte, header string) bool {
-	got, ok := strings.CutPrefix(header, signaturePrefix)
-	if !ok {
-		return false
-	}
-	mac, err := hex.DecodeString(got)
-	if err != nil {
-		return false
-	}
+func mac(secret []byte, ts string, body []byte) []byte {
 	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
 	m.Write(body)
-	return hmac.Equal(mac, m.Sum(nil))
+	return m.Sum(nil)
+}
+
+// Verify checks a signature header made by Sign against body, at now (the
+// receiver's clock): nil when one v1 signature matches, in constant time, and the
+// signing time is within SignatureTolerance of now. It is what an agent runner
+// written in Go calls before trusting a job. Several v1 entries are accepted, so a
+// sender can sign with an old and a new secret while they are rotated.
+func Verify(secret, body []byte, header string, now time.Time) error {
+	if len(header) == 0 || len(header) > maxSignatureHeader {
+		return ErrSignatureMalformed
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return ErrSignatureMalformed
+		}
+		switch k {
+		case sigTimestampKey:
+			if ts != "" {
+				return ErrSignatureMalformed
+			}
+			ts = v
+		case sigSchemeV1:
+			b, err := hex.DecodeString(v)
+			if err != nil || len(b) != sha256.Size {
+				return ErrSignatureMalformed
+			}
+			sigs = append(sigs, b)
+		}
+		// Other schemes are ignored: a later sender may add one beside v1.
+	}
+	if ts == "" || len(sigs) == 0 {
+		return ErrSignatureMalformed
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || sec < 0 || strconv.FormatInt(sec, 10) != ts {
+		// Only the canonical decimal form: "0012" and "+12" would sign other bytes.
+		return ErrSignatureMalformed
+	}
+	want := mac(secret, ts, body)
+	matched := false
+	for _, s := range sigs {
+		// No early exit: the time taken does not depend on which entry matched.
+		if hmac.Equal(s, want) {
+			matched = true
+		}
+	}
+	if !matched {
+		return ErrSignatureMismatch
+	}
+	// Checked after the MAC, so an attacker learns nothing about the window from
+	// forged headers.
+	age := now.Sub(time.Unix(sec, 0))
+	switch {
+	case age > SignatureTolerance:
+		return ErrSignatureExpired
+	case age < -SignatureTolerance:
+		return ErrSignatureFuture
+	}
+	return nil
 }
 
 // Dispatch POSTs the job. Network errors, 5xx and 429 are retried with backoff up to
@@ -197,8 +273,6 @@ func (w *Webhook) Dispatch(ctx context.Context, j Job) error {
 	if err != nil {
 		return &DispatchError{Reason: "job could not be encoded", cause: err}
 	}
-	sig := Sign(w.secret, body)
-
 	var last *DispatchError
 	var retryAfter time.Duration
 	for attempt := 1; attempt <= w.attempts; attempt++ {
@@ -208,7 +282,8 @@ func (w *Webhook) Dispatch(ctx context.Context, j Job) error {
 				break
 			}
 		}
-		status, ra, err := w.send(ctx, body, sig, j.RunID)
+		// Signed per attempt: a retry after a long backoff must still be fresh.
+		status, ra, err := w.send(ctx, body, Sign(w.secret, w.now(), body), j.RunID)
 		if err == nil && status >= 200 && status < 300 {
 			return nil
 		}
@@ -243,7 +318,6 @@ func (w *Webhook) send(ctx context.Context, body []byte, sig, runID string) (int
 	req.Header.Set("User-Agent", "aacmcp-autopilot/1")
 	req.Header.Set(HeaderIdempotencyKey, runID)
 	req.Header.Set(HeaderSignature, sig)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(w.now().Unix(), 10))
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return 0, 0, err

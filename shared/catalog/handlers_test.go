@@ -363,7 +363,7 @@ func TestTriggerAutopilot(t *testing.T) {
 		var got []autopilot.Job
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, err := io.ReadAll(r.Body)
-			if err != nil || !autopilot.Verify(secret, body, r.Header.Get(autopilot.HeaderSignature)) {
+			if err != nil || autopilot.Verify(secret, body, r.Header.Get(autopilot.HeaderSignature), time.Now()) != nil {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}

@@ -65,6 +65,8 @@ func mcpPresentation(c apperr.Code) string {
 		return "HTTP 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=...`, JSON-RPC error with `data.code`"
 	case apperr.UnknownTool:
 		return "JSON-RPC error -32602 with `data.code`"
+	case apperr.WAFBlocked:
+		return "HTTP 403 (or the firewall rule's own status) from the firewall; the server never sees the request"
 	default:
 		return "tool result with `isError: true`"
 	}

@@ -152,6 +152,8 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ip := sourceIP(r)
 	path := r.URL.Path
 	x.entry = forwarderfn.AccessLogEntry{
+		// One id serves as both: locally no client can choose either.
+		ExtendedRequestID:   x.requestID,
 		RequestID:           x.requestID,
 		IP:                  ip,
 		UserAgent:           dash(r.UserAgent()),
@@ -330,14 +332,16 @@ func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string
 		MultiValueQueryStringParameters: r.URL.Query(),
 		PathParameters:                  params,
 		RequestContext: events.APIGatewayProxyRequestContext{
-			AccountID:    localAccount,
-			ResourceID:   "local",
-			Stage:        g.cfg.Stage,
-			DomainName:   r.Host,
-			RequestID:    x.requestID,
-			Protocol:     r.Proto,
-			Identity:     events.APIGatewayRequestIdentity{SourceIP: ip, UserAgent: r.UserAgent()},
-			ResourcePath: rt.resource,
+			AccountID:  localAccount,
+			ResourceID: "local",
+			Stage:      g.cfg.Stage,
+			DomainName: r.Host,
+			RequestID:  x.requestID,
+			// The id functions/mcp takes as the call's request id.
+			ExtendedRequestID: x.requestID,
+			Protocol:          r.Proto,
+			Identity:          events.APIGatewayRequestIdentity{SourceIP: ip, UserAgent: r.UserAgent()},
+			ResourcePath:      rt.resource,
 			// Served at the root like a custom domain without a base path, so the
 			// function derives no base path: clients use http://host/mcp.
 			Path:             r.URL.Path,

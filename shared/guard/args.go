@@ -8,7 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+
+	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
 )
+
+// truncateName bounds a caller-chosen member name quoted in a message.
+func truncateName(s string) string { return truncate(s, 64) }
 
 // Limits on tool arguments. The HTTP layer caps whole bodies earlier; these bound
 // what the validator and the canonical encoder have to walk.
@@ -27,8 +33,12 @@ type args struct {
 	// was refused by a limit (then problem says why).
 	obj     map[string]any
 	problem string
+	// ambiguous: a member name repeats (see jsondup). Such arguments mean one thing
+	// to a reader keeping the first value and another to one keeping the last, so
+	// they are refused before any check reads them (confirm included).
+	ambiguous bool
 	// canonical is the canonical encoding of obj (or raw when obj is nil), the
-	// input of args_sha256.
+	// input of args_hmac.
 	canonical []byte
 }
 
@@ -51,6 +61,11 @@ func parseArgs(raw []byte) *args {
 		v, err := decodeJSON(trimmed)
 		if err != nil {
 			a.problem = "arguments are not valid JSON"
+			break
+		}
+		if name, dup := jsondup.Find(trimmed); dup {
+			a.problem = fmt.Sprintf("arguments repeat the member name %s", strconv.Quote(truncateName(name)))
+			a.ambiguous = true
 			break
 		}
 		obj, ok := v.(map[string]any)

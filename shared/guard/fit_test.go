@@ -40,7 +40,7 @@ func TestRecordFitsTheBound(t *testing.T) {
 		}
 		r := res.Record
 		if r.WorkspaceID != gt.WS || r.UserID != gt.Admin || r.TokenID != p.TokenID || r.Tool != "create_issue" ||
-			r.Outcome != "success" || len(r.ArgsSHA256) != 64 || r.SourceIP != "203.0.113.9" || r.ClientID != p.ClientID {
+			r.Outcome != "success" || len(r.ArgsHMAC) != 64 || len(r.IdempotencyKeyHMAC) != 64 || r.SourceIP != "203.0.113.9" || r.ClientID != p.ClientID {
 			t.Errorf("filler %q: a protected field was cut: %+v", filler, r)
 		}
 		if !json.Valid(line) {

@@ -43,9 +43,10 @@ const maxAuditText = 128
 
 // maxClientID bounds the OAuth client id copied into a record. Client ids are
 // chosen by the server (registrations) or are the URL of a client's metadata
-// document, which real clients keep short; 256 bytes leaves the other fields room
-// under the 1 KB line.
-const maxClientID = 256
+// document, which real clients keep short; 192 bytes leaves the other fields room
+// under the 1 KB line beside the two 64-character HMACs of event version 1.2 (at
+// 256, a record with every field at its bound no longer fit whole).
+const maxClientID = 192
 
 // Config wires a Guard.
 type Config struct {
@@ -60,6 +61,10 @@ type Config struct {
 	Logger *slog.Logger
 	// IdempotencyTTL overrides DefaultIdempotencyTTL when positive.
 	IdempotencyTTL time.Duration
+	// Digester keys args_hmac and idempotency_key_hmac with the deployment's digest
+	// key. Nil: a random key for this process (tests; the authorizer, which records
+	// no arguments). A server sets it, or its digests change at every restart.
+	Digester *audit.Digester
 }
 
 // Guard runs tool calls through the enforcement pipeline. It is safe for concurrent
@@ -72,6 +77,7 @@ type Guard struct {
 	now     func() time.Time
 	log     *slog.Logger
 	idemTTL time.Duration
+	digest  *audit.Digester
 	// schemas holds every tool's input schema, compiled on the tool's first call
 	// (or by SchemaErrors). A schema that does not compile is a catalog defect: the
 	// tool answers internal_error.
@@ -118,7 +124,11 @@ func New(cfg Config) *Guard {
 		now:     cfg.Now,
 		log:     cfg.Logger,
 		idemTTL: cfg.IdempotencyTTL,
+		digest:  cfg.Digester,
 		schemas: map[string]*toolSchema{},
+	}
+	if g.digest == nil {
+		g.digest = audit.EphemeralDigester()
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -226,7 +236,7 @@ func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Err
 	}
 	if len(req.Args) > 0 {
 		c.args = parseArgs(req.Args)
-		c.rec.ArgsSHA256 = sha256Hex(c.args.canonical)
+		c.rec.ArgsHMAC = g.digest.Args(c.args.canonical)
 	}
 	res := Result{Err: err}
 	// Counted like any other call: a malformed call of a known tool by an
@@ -302,7 +312,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 
 	a := parseArgs(c.req.Args)
 	c.args = a
-	c.rec.ArgsSHA256 = sha256Hex(a.canonical)
+	c.rec.ArgsHMAC = g.digest.Args(a.canonical)
 	// confirm_present records whether the caller confirmed: the JSON boolean true,
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
@@ -312,6 +322,10 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 
 	if !p.Has(t.Scopes...) {
 		return Result{Err: errInsufficientScope(t)}
+	}
+	if a.ambiguous {
+		// Before confirm: which confirm the caller meant is exactly what is unknown.
+		return Result{Err: apperr.New(apperr.InvalidArguments, a.problem)}
 	}
 	if t.Annotations.Destructive && !a.confirmed() {
 		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
@@ -325,7 +339,9 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	key := ""
 	if t.AcceptsIdempotencyKey {
 		key = a.stringArg(idempotencyKeyArg)
-		c.rec.IdempotencyKey = truncate(key, maxAuditText)
+		// Only its HMAC: the key is the caller's text, and the record must not
+		// become a place to read it back.
+		c.rec.IdempotencyKeyHMAC = g.digest.IdempotencyKey(key)
 	}
 	if t.Annotations.ReadOnly && key == "" {
 		return g.invokeRead(ctx, c, *p, t, a)
@@ -593,9 +609,9 @@ const maxRecordBytes = 1024
 
 // fitRecord keeps the record's line under maxRecordBytes. Each caller-chosen text is
 // already capped at maxAuditText, but together (a long User-Agent, client name and
-// version, JSON-RPC id, request id and idempotency key) they can still push a record
+// version, JSON-RPC id and request id) they can still push a record
 // past the bound; the longest of them is cut until the line fits. Who, what, the
-// outcome and the digest are never cut.
+// outcome and the digests (fixed-size HMACs) are never cut.
 //
 // The line is measured by encoding it with the sinks' own encoder, so the bound
 // holds for the bytes they write, escapes included; into a buffer on the stack,
@@ -611,7 +627,7 @@ func fitRecord(r *audit.Record) {
 		}
 		over := len(line) - maxRecordBytes + 1
 		var longest *string
-		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.IdempotencyKey, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
+		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
 			if longest == nil || len(*f) > len(*longest) {
 				longest = f
 			}

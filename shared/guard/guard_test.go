@@ -29,11 +29,14 @@ type env struct {
 	g    *guard.Guard
 }
 
+// testDigester keys the digests of newEnv's guard, so tests can compute them.
+var testDigester, _ = audit.NewDigester([]byte("0123456789abcdef0123456789abcdef"))
+
 func newEnv(t *testing.T, limiter guard.Limiter) *env {
 	t.Helper()
 	w := gt.NewWorld(t)
 	sink := &gt.MemorySink{}
-	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Limiter: limiter})
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Limiter: limiter, Digester: testDigester})
 	if errs := g.SchemaErrors(); len(errs) > 0 {
 		t.Fatalf("catalog schemas do not compile: %v", errs)
 	}
@@ -369,7 +372,7 @@ func TestIdempotency(t *testing.T) {
 	if again.Err != nil || !again.Replay || string(again.JSON) != string(first.JSON) {
 		t.Fatalf("replay: err=%v replay=%v\n got %s\nwant %s", again.Err, again.Replay, again.JSON, first.JSON)
 	}
-	if !again.Record.IdempotentReplay || again.Record.IdempotencyKey != "k1" || again.Record.ResourceID == "" {
+	if !again.Record.IdempotentReplay || again.Record.IdempotencyKeyHMAC != testDigester.IdempotencyKey("k1") || again.Record.ResourceID == "" {
 		t.Errorf("replay record: %+v", again.Record)
 	}
 	if first.Record.IdempotentReplay {
@@ -416,7 +419,7 @@ func TestAuditRecordFields(t *testing.T) {
 	var canon map[string]any
 	_ = json.Unmarshal([]byte(args), &canon)
 	cb, _ := json.Marshal(canon)
-	sum := sha256.Sum256(cb)
+	plain := sha256.Sum256(cb)
 	var created struct{ ID string }
 	_ = json.Unmarshal(res.JSON, &created)
 	checks := []struct {
@@ -435,7 +438,9 @@ func TestAuditRecordFields(t *testing.T) {
 		{"read_only", r.ReadOnly, false},
 		{"destructive", r.Destructive, false},
 		{"resource_id", r.ResourceID, created.ID},
-		{"args_sha256", r.ArgsSHA256, hex.EncodeToString(sum[:])},
+		{"args_hmac", r.ArgsHMAC, testDigester.Args(cb)},
+		{"args_hmac is keyed", r.ArgsHMAC == hex.EncodeToString(plain[:]), false},
+		{"args_sha256 (1.1 only)", r.ArgsSHA256, ""},
 		{"request_id", r.RequestID, "rid"},
 		{"jsonrpc_id", r.JSONRPCID, "7"},
 		{"client_name", r.ClientName, "cli"},
@@ -681,7 +686,7 @@ func TestRecordRejected(t *testing.T) {
 				t.Fatalf("%d records, want 1", len(recs))
 			}
 			r := recs[0]
-			if r.Outcome != tc.outcome || r.Reason != string(tc.err.Code) || r.Tool != tc.tool || r.ArgsSHA256 == "" || r.WorkspaceID != tc.ws ||
+			if r.Outcome != tc.outcome || r.Reason != string(tc.err.Code) || r.Tool != tc.tool || r.ArgsHMAC == "" || r.WorkspaceID != tc.ws ||
 				r.Destructive != (tc.tool == "delete_issue") {
 				t.Errorf("record = %+v", r)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
 	"github.com/aacworkflow/aacmcp/shared/internal/jsonstr"
 )
 
@@ -41,6 +42,9 @@ type rpcEnvelope struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
+	// notification: the message has no id member at all (JSON-RPC 2.0 section 4.1;
+	// "id": null is a request, if a discouraged one).
+	notification bool
 }
 
 // toolCallParams are the params of tools/call, decoded once for every reader in
@@ -104,6 +108,7 @@ func parseEnvelope(body []byte) (env rpcEnvelope, batch bool, err error) {
 		return env, true, nil
 	}
 	err = json.Unmarshal(body, &env)
+	env.notification = err == nil && env.ID == nil
 	if err == nil && !validID(env.ID) {
 		env.ID = nil
 	}
@@ -271,6 +276,30 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.call = &req
 	}
+	if name, dup := jsondup.Find(body); dup {
+		// Refused before anything reads it further: mcp-go and the pre-dispatch read
+		// the last of two members, a proxy or policy layer may have read the first.
+		e := apperr.Newf(apperr.InvalidArguments, "the message repeats the member name %s", strconv.Quote(truncateText(name, 64)))
+		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, rpcInvalidRequest, e.Message, e.Body()))
+		if isCall {
+			h.guard.RecordRejected(r.Context(), *st.call, e)
+			st.invoked = true
+			st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+		}
+		return
+	}
+	if isCall && env.notification {
+		// A notification gets no response, so a tool run for one would have an
+		// effect its sender never learns of; mcp-go ran it or not depending on the
+		// headers. It never runs, and the answer is the same whatever the headers:
+		// 202 with no body, as Streamable HTTP answers every notification.
+		e := apperr.New(apperr.InvalidArguments, "tools/call sent as a notification (no id) is not run")
+		h.guard.RecordRejected(r.Context(), *st.call, e)
+		st.invoked = true
+		st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	// A message the protocol layer refuses is refused before enforcement: a
 	// malformed request is a 400, never a scope challenge.
 	pe := checkContentType(r.Header)
@@ -410,12 +439,28 @@ func (h *handler) newMCPHandler() http.Handler {
 	)
 }
 
-// filterTools keeps the tools whose scopes the caller holds, in catalog order
-// (mcp-go hands them over sorted by name). No principal: none (fail closed).
+// filterTools keeps the tools the caller may call, in catalog order (mcp-go hands
+// them over sorted by name). No principal: none (fail closed).
+//
+// mcp-go runs the filter for tools/list and for tools/call. For tools/list it is
+// the caller's scopes and role (guard.Permitted reads the member record now); a
+// member record that cannot be read lists nothing. For a tools/call it stays the
+// scopes only: refuseEarly has already answered those, and a role refusal is the
+// guard's to make (permission_denied, audited), not mcp-go's "tool not found".
 func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	p := stateOf(ctx).principal
+	st := stateOf(ctx)
+	p := st.principal
 	if p == nil {
 		return []mcp.Tool{}
+	}
+	allowed := func(t catalog.Tool) bool { return p.Has(t.Scopes...) }
+	if st.call == nil {
+		permitted, err := h.guard.Permitted(ctx, *p)
+		if err != nil {
+			h.log.Error("member record not read; tools/list lists nothing", "request_id", st.requestID, "err", err)
+			return []mcp.Tool{}
+		}
+		allowed = permitted
 	}
 	byName := make(map[string]mcp.Tool, len(tools))
 	for _, t := range tools {
@@ -423,7 +468,7 @@ func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 	}
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range h.cat.Tools() {
-		if mt, ok := byName[t.Name]; ok && p.Has(t.Scopes...) {
+		if mt, ok := byName[t.Name]; ok && allowed(t) {
 			out = append(out, mt)
 		}
 	}
@@ -562,4 +607,16 @@ func plainID(id json.RawMessage) ([]byte, bool) {
 		}
 	}
 	return t, true
+}
+
+// truncateText bounds caller-chosen text quoted in an error message, on a rune
+// boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
 }

@@ -38,7 +38,7 @@ type ToolList struct {
 }
 
 // serveToolList is GET /tools: every tool, in catalog order, whether or not this
-// caller may use it. Introspection is not a tool invocation and is not audited.
+// caller may use it (allowed: its scopes and its role). Introspection is not a tool invocation and is not audited.
 func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 	if !h.originAllowed(r) {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
@@ -46,6 +46,14 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, ok := h.authenticate(w, r, "", nil, nil, false)
 	if !ok {
+		return
+	}
+	// allowed is what a call would be allowed now: scopes and the role in the
+	// member record, read at list time.
+	permitted, err := h.guard.Permitted(r.Context(), *p)
+	if err != nil {
+		h.log.Error("member record not read for GET /tools", "request_id", stateOf(r.Context()).requestID, "err", err)
+		writeJSON(w, http.StatusInternalServerError, apperr.Internal(err).Body())
 		return
 	}
 	list := ToolList{Tools: []ToolInfo{}}
@@ -63,7 +71,7 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 			Scopes:                t.Scopes,
 			InputSchema:           t.InputSchema,
 			OutputSchema:          t.OutputSchema,
-			Allowed:               p.Has(t.Scopes...),
+			Allowed:               permitted(t),
 			RequiresConfirm:       t.Annotations.Destructive,
 			AcceptsIdempotencyKey: t.AcceptsIdempotencyKey,
 		})

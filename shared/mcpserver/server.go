@@ -369,9 +369,11 @@ func (h *handler) insufficientScope(w http.ResponseWriter, r *http.Request, e *a
 }
 
 // requestID keeps a client's X-Request-Id when it is short and plain, else mints one.
+// '=' is plain: API Gateway's extended request ids (the id on AWS) end in base64
+// padding.
 func requestID(v string) string {
 	if n := len(v); n > 0 && n <= 128 && !strings.ContainsFunc(v, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c))
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:=", c))
 	}) {
 		return v
 	}

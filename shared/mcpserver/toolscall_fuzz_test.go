@@ -15,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
+	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
 )
 
@@ -30,6 +31,7 @@ func FuzzToolsCall(f *testing.F) {
 	f.Add("list_issues", []byte(`{"limit":1e400}`), []byte(`2`), "2025-11-25")
 	f.Add("get_issue", []byte(`[]`), []byte(`{}`), "1999-01-01")
 	f.Add("nope", []byte(`null`), []byte(`-1.5e3`), "2026-07-28")
+	f.Add("delete_issue", []byte(`{"issue_id":"ACME-1","confirm":false,"confirm":true}`), []byte(`3`), "2025-11-25")
 	f.Add("", []byte(`{"a":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`}`), []byte(`true`), "2025-03-26")
 	w := gt.NewWorld(f)
 	sink := &gt.MemorySink{}
@@ -71,6 +73,14 @@ func FuzzToolsCall(f *testing.F) {
 			Error *json.RawMessage `json:"error"`
 		}
 		n := len(sink.Records()) - before
+		if _, dup := jsondup.Find(body); dup {
+			// A repeated member name anywhere: refused, never run.
+			for _, r := range sink.Records()[before:] {
+				if r.Outcome == "success" {
+					t.Fatalf("a message repeating a member name ran %s: %s", r.Tool, body)
+				}
+			}
+		}
 		if rec.Code == http.StatusAccepted && len(out) == 0 {
 			// A message without a usable id is a notification: nothing to answer,
 			// but a tools/call all the same, audited once.

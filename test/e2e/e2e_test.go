@@ -251,8 +251,8 @@ func checkAudit(t *testing.T, exp []expectation, recs []audit.Record, ids map[st
 			}
 			continue
 		}
-		if len(r.ArgsSHA256) != 64 {
-			t.Errorf("args_sha256 %q is not a SHA-256: %+v", r.ArgsSHA256, r)
+		if len(r.ArgsHMAC) != 64 {
+			t.Errorf("args_hmac %q is not an HMAC-SHA256: %+v", r.ArgsHMAC, r)
 		}
 		if !slices.Equal(r.ScopesRequired, tool.Scopes) || r.ReadOnly != tool.Annotations.ReadOnly || r.Destructive != tool.Annotations.Destructive {
 			t.Errorf("record disagrees with the catalog entry of %s: %+v", r.Tool, r)

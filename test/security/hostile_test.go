@@ -45,7 +45,9 @@ func TestHostileArguments(t *testing.T) {
 		{"float limit", "list_issues", `{"limit":2.5}`, []string{"invalid_arguments"}},
 		{"string confirm", "delete_issue", `{"issue_id":"` + issue + `","confirm":"true"}`, []string{"destructive_flag_missing"}},
 		{"numeric confirm", "delete_issue", `{"issue_id":"` + issue + `","confirm":1}`, []string{"destructive_flag_missing"}},
-		{"duplicate confirm", "delete_issue", `{"issue_id":"` + issue + `","confirm":true,"confirm":false}`, []string{"destructive_flag_missing"}},
+		// A repeated name is ambiguous (first or last?): refused before confirm is read.
+		{"duplicate confirm", "delete_issue", `{"issue_id":"` + issue + `","confirm":true,"confirm":false}`, []string{"invalid_arguments"}},
+		{"duplicate confirm, true last", "delete_issue", `{"issue_id":"` + issue + `","confirm":false,"confirm":true}`, []string{"invalid_arguments"}},
 		{"arguments are an array", "list_issues", `[]`, []string{"invalid_arguments"}},
 		{"arguments are a string", "list_issues", `"` + marker + `"`, []string{"invalid_arguments"}},
 		{"trailing garbage", "list_issues", `{} {}`, []string{"invalid_arguments", parseError}},
@@ -105,8 +107,8 @@ func checkRecordHygiene(t *testing.T, r audit.Record) {
 	if bytes.Contains(line, []byte(marker)) {
 		t.Errorf("audit record holds argument text: %s", line)
 	}
-	if len(r.ArgsSHA256) != 64 {
-		t.Errorf("args_sha256 %q is not a SHA-256", r.ArgsSHA256)
+	if len(r.ArgsHMAC) != 64 {
+		t.Errorf("args_hmac %q is not an HMAC-SHA256", r.ArgsHMAC)
 	}
 }
 

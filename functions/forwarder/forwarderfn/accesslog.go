@@ -25,7 +25,13 @@ import (
 // number. The authorizer fields tell a 401 API Gateway gave itself (no Authorization
 // header: the authorizer never ran, so they are "-") from a 401 the authorizer
 // decided (it audited that one itself).
-const AccessLogFormat = `{"requestId":"$context.requestId",` +
+//
+// The record's request id is extendedRequestId: a client can set $context.requestId
+// with an x-amzn-RequestId header, and so give its records the id of another request
+// (whose record would then be dropped as a duplicate). requestId stays in the line
+// for correlation with AWS support cases only.
+const AccessLogFormat = `{"extendedRequestId":"$context.extendedRequestId",` +
+	`"requestId":"$context.requestId",` +
 	`"ip":"$context.identity.sourceIp",` +
 	`"userAgent":"$context.identity.userAgent",` +
 	`"requestTime":"$context.requestTimeEpoch",` +
@@ -45,7 +51,8 @@ const AccessLogFormat = `{"requestId":"$context.requestId",` +
 
 // AccessLogEntry is one line of AccessLogFormat.
 type AccessLogEntry struct {
-	RequestID           string `json:"requestId"`
+	ExtendedRequestID   string `json:"extendedRequestId"`
+	RequestID           string `json:"requestId"` // client-settable: never in a record
 	IP                  string `json:"ip"`
 	UserAgent           string `json:"userAgent"`
 	RequestTime         string `json:"requestTime"` // epoch milliseconds
@@ -65,7 +72,8 @@ type AccessLogEntry struct {
 }
 
 // ParseAccessLog decodes one access-log line. ok is false for anything that is not a
-// JSON object with a request id and a status (other log lines of the group).
+// JSON object with an extended request id and a status (other log lines of the
+// group).
 func ParseAccessLog(b []byte) (AccessLogEntry, bool) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
@@ -75,7 +83,7 @@ func ParseAccessLog(b []byte) (AccessLogEntry, bool) {
 	if err := json.Unmarshal(b, &e); err != nil {
 		return AccessLogEntry{}, false
 	}
-	if absent(e.RequestID) || absent(e.Status) {
+	if absent(e.ExtendedRequestID) || absent(e.Status) {
 		return AccessLogEntry{}, false
 	}
 	return e, true
@@ -115,7 +123,7 @@ const toolsResource = "/tools/{name}"
 // body API Gateway does not log), stamped with the request's own time. ok is false
 // for every other entry.
 //
-// The event id is derived from the API Gateway request id, so a log batch that is
+// The event id is derived from the extended request id, so a log batch that is
 // delivered twice (the pipeline is at-least-once) yields the same event id and the
 // duplicate can be dropped downstream.
 func (e AccessLogEntry) Record(tools ToolLookup) (audit.Record, bool) {
@@ -127,14 +135,14 @@ func (e AccessLogEntry) Record(tools ToolLookup) (audit.Record, bool) {
 		at = time.UnixMilli(ms).UTC()
 	}
 	r := audit.Record{
-		EventID:        eventIDFor(at, "apigw:"+e.RequestID),
+		EventID:        eventIDFor(at, "apigw:"+e.ExtendedRequestID),
 		EventVersion:   audit.EventVersion,
 		Timestamp:      audit.FormatTime(at),
 		Outcome:        audit.OutcomeDenied,
 		Reason:         string(apperr.InvalidToken),
 		ScopesProvided: []string{},
 		ScopesRequired: []string{},
-		RequestID:      clean(e.RequestID),
+		RequestID:      clean(e.ExtendedRequestID),
 		UserAgent:      clean(e.UserAgent),
 		SourceIP:       clean(e.IP),
 		Transport:      audit.TransportREST,

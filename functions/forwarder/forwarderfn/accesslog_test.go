@@ -14,7 +14,7 @@ import (
 func sampleLine(vars map[string]string) string {
 	out := AccessLogFormat
 	for _, v := range []string{
-		"$context.requestTimeEpoch", "$context.requestId", "$context.identity.sourceIp",
+		"$context.requestTimeEpoch", "$context.extendedRequestId", "$context.requestId", "$context.identity.sourceIp",
 		"$context.identity.userAgent", "$context.httpMethod", "$context.resourcePath",
 		"$context.path", "$context.stage", "$context.protocol", "$context.status",
 		"$context.error.responseType", "$context.responseLatency", "$context.integration.latency",
@@ -53,7 +53,7 @@ func TestAccessLogFormatIsJSON(t *testing.T) {
 func TestAccessLogRecord(t *testing.T) {
 	cat := catalog.New(catalog.Deps{})
 	base := map[string]string{
-		"$context.requestId":            "0b1c2d3e-aaaa-bbbb-cccc-000000000001",
+		"$context.extendedRequestId":    "0b1c2d3e-aaaa-bbbb-cccc-000000000001",
 		"$context.identity.sourceIp":    "198.51.100.20",
 		"$context.identity.userAgent":   "curl/8.0",
 		"$context.requestTimeEpoch":     "1772366400123",
@@ -145,9 +145,9 @@ func TestParseAccessLogIgnoresOtherLines(t *testing.T) {
 }
 
 func FuzzAccessLogRecord(f *testing.F) {
-	f.Add([]byte(sampleLine(map[string]string{"$context.requestId": "r1", "$context.status": "401", "$context.resourcePath": "/tools/{name}", "$context.path": "/prod/tools/get_issue"})))
-	f.Add([]byte(`{"requestId":"r","status":"401","requestTime":"-5","path":"/tools/%zz"}`))
-	f.Add([]byte(`{"requestId":"r","status":"401","userAgent":"` + strings.Repeat("é", 200) + `"}`))
+	f.Add([]byte(sampleLine(map[string]string{"$context.extendedRequestId": "r1", "$context.status": "401", "$context.resourcePath": "/tools/{name}", "$context.path": "/prod/tools/get_issue"})))
+	f.Add([]byte(`{"extendedRequestId":"r","status":"401","requestTime":"-5","path":"/tools/%zz"}`))
+	f.Add([]byte(`{"extendedRequestId":"r","status":"401","userAgent":"` + strings.Repeat("é", 200) + `"}`))
 	f.Add([]byte("not json"))
 	cat := catalog.New(catalog.Deps{})
 	f.Fuzz(func(t *testing.T, line []byte) {

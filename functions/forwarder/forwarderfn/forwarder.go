@@ -1,13 +1,22 @@
 // Package forwarderfn is the audit forwarder Lambda: CloudWatch Logs subscription
 // batches in, audit records onto the Kinesis audit stream out.
 //
-// Two kinds of log lines become records:
+// Three kinds of log lines become records, each read only from the log group that
+// can hold it (Config names the groups; the CDK stack passes their names):
 //   - fallback lines ("audit_fallback": true) that a function printed when it could
-//     not put a record on the stream: the record inside is forwarded as is;
+//     not put a record on the stream, from the functions' log groups: the record
+//     inside is forwarded as is;
 //   - API Gateway access-log entries of requests refused 401 without reaching the
-//     authorizer (no Authorization header): they become invalid_token records.
+//     authorizer (no Authorization header), from the access-log group: they become
+//     invalid_token records;
+//   - WAF log entries of blocked requests that name a tool, from the web ACL's log
+//     group: they become waf_blocked records.
 //
-// Everything else is ignored. A batch is acknowledged only when every record is on
+// The routing is the defence against forged records: an access-log line carries
+// caller-chosen text (the User-Agent) that API Gateway may not escape, so a line
+// there could be made to look like a fallback line holding any record. A fallback
+// line is trusted only where only our own code writes. Lines of any other group,
+// and everything else, are ignored. A batch is acknowledged only when every record is on
 // the stream; otherwise the handler fails and the Lambda's retries and on-failure
 // destination keep the batch.
 package forwarderfn
@@ -18,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -54,6 +64,15 @@ type Config struct {
 	// Tools describes the tools for records made from access-log entries
 	// (catalog.New(catalog.Deps{}) is enough: no handler runs).
 	Tools ToolLookup
+	// FunctionLogGroups are the log groups of the functions that write audit records:
+	// the only groups whose fallback lines are forwarded.
+	FunctionLogGroups []string
+	// AccessLogGroup is the API Gateway access-log group: the only group whose lines
+	// are read as access-log entries.
+	AccessLogGroup string
+	// WAFLogGroup is the web ACL's log group (aws-waf-logs-*): the only group whose
+	// lines are read as WAF log entries.
+	WAFLogGroup string
 	// Metrics receives one count line per batch; nil writes none.
 	Metrics *metrics.Emitter
 	Logger  *slog.Logger
@@ -108,11 +127,45 @@ func (f *Forwarder) Handle(ctx context.Context, ev events.CloudwatchLogsEvent) e
 	return nil
 }
 
-// Records extracts the audit records of a decoded batch, in log order.
+// source is the kind of log group a batch came from.
+type source int
+
+const (
+	sourceUnknown source = iota
+	sourceFunction
+	sourceAccessLog
+	sourceWAF
+)
+
+func (f *Forwarder) sourceOf(group string) source {
+	switch {
+	case group == "":
+		return sourceUnknown
+	case slices.Contains(f.cfg.FunctionLogGroups, group):
+		return sourceFunction
+	case group == f.cfg.AccessLogGroup:
+		return sourceAccessLog
+	case group == f.cfg.WAFLogGroup:
+		return sourceWAF
+	}
+	return sourceUnknown
+}
+
+// Records extracts the audit records of a decoded batch, in log order. A batch from
+// a log group the forwarder was not configured with yields none.
 func (f *Forwarder) Records(data events.CloudwatchLogsData) []audit.Record {
+	src := f.sourceOf(data.LogGroup)
+	if src == sourceUnknown {
+		// A subscription the stack did not declare, or a renamed group: nothing in
+		// it can be trusted to be what it looks like. Loud, because records may be
+		// missing until the configuration is fixed.
+		f.log.Error("log batch from a log group the forwarder is not configured for; ignored",
+			"log_group", data.LogGroup, "events", len(data.LogEvents))
+		return nil
+	}
 	var out []audit.Record
 	for _, le := range data.LogEvents {
-		r, ok := f.recordOf([]byte(le.Message))
+		r, ok := f.recordOf(src, []byte(le.Message))
 		if !ok {
 			continue
 		}
@@ -128,12 +181,18 @@ func (f *Forwarder) Records(data events.CloudwatchLogsData) []audit.Record {
 	return out
 }
 
-func (f *Forwarder) recordOf(msg []byte) (audit.Record, bool) {
-	if r, ok := auditkinesis.ParseFallbackLine(msg); ok {
-		return r, true
-	}
-	if e, ok := ParseAccessLog(msg); ok {
-		return e.Record(f.cfg.Tools)
+func (f *Forwarder) recordOf(src source, msg []byte) (audit.Record, bool) {
+	switch src {
+	case sourceFunction:
+		return auditkinesis.ParseFallbackLine(msg)
+	case sourceAccessLog:
+		if e, ok := ParseAccessLog(msg); ok {
+			return e.Record(f.cfg.Tools)
+		}
+	case sourceWAF:
+		if e, ok := ParseWAFLog(msg); ok {
+			return e.Record(f.cfg.Tools)
+		}
 	}
 	return audit.Record{}, false
 }

@@ -145,6 +145,7 @@ func fallbackLine(t testing.TB, rec audit.Record) string {
 func newForwarder(client PutRecordsAPI, stream string, emf io.Writer) *Forwarder {
 	return New(Config{
 		Client: client, Stream: stream, Tools: catalog.New(catalog.Deps{}),
+		FunctionLogGroups: []string{testMCPGroup, testAuthzGroup}, AccessLogGroup: testAccessGroup, WAFLogGroup: testWAFGroup,
 		Metrics: metrics.New(emf, FunctionName), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		BaseDelay: time.Millisecond,
 	})
@@ -160,29 +161,29 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 	legacyLine := `{"audit_fallback":true,"reason":"kinesis_unavailable","record":` +
 		strings.TrimSpace(string(audittest.LegacyLine(legacy))) + `}`
 	access401 := sampleLine(map[string]string{
-		"$context.requestId": "req-401", "$context.status": "401", "$context.resourcePath": "/tools/{name}",
+		"$context.extendedRequestId": "req-401", "$context.status": "401", "$context.resourcePath": "/tools/{name}",
 		"$context.path": "/prod/tools/list_issues", "$context.requestTimeEpoch": "1772366400500",
 		"$context.identity.sourceIp": "203.0.113.5", "$context.httpMethod": "POST",
 	})
 	accessAuthorized401 := sampleLine(map[string]string{
-		"$context.requestId": "req-401b", "$context.status": "401", "$context.authorizer.status": "401",
+		"$context.extendedRequestId": "req-401b", "$context.status": "401", "$context.authorizer.status": "401",
 		"$context.authorizer.latency": "9", "$context.authorizer.requestId": "x",
 	})
-	access200 := sampleLine(map[string]string{"$context.requestId": "req-200", "$context.status": "200"})
+	access200 := sampleLine(map[string]string{"$context.extendedRequestId": "req-200", "$context.status": "200"})
 	var emf bytes.Buffer
 	f := newForwarder(kc, stream, &emf)
-	ev := logsEvent(t, "/aws/lambda/mcp",
+	fromFunction := logsEvent(t, testMCPGroup,
 		"START RequestId: 1 Version: $LATEST",
 		fallbackLine(t, orig),
 		fallbackLine(t, oauth),
 		legacyLine,
 		`{"level":"INFO","msg":"request"}`,
-		access401,
-		accessAuthorized401,
-		access200,
 	)
-	if err := f.Handle(context.Background(), ev); err != nil {
-		t.Fatal(err)
+	fromAccessLog := logsEvent(t, testAccessGroup, access401, accessAuthorized401, access200)
+	for _, ev := range []events.CloudwatchLogsEvent{fromFunction, fromAccessLog} {
+		if err := f.Handle(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
 	}
 	recs := readStream(t, stream)
 	if len(recs) != 4 {
@@ -195,8 +196,7 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 		t.Errorf("connector's record changed on the way: %+v", got)
 	}
 	// The 1.0 record is forwarded as the tool call it was, still saying 1.0.
-	wantLegacy := legacy
-	wantLegacy.EventVersion = audit.EventVersion10
+	wantLegacy := audittest.AsLegacy(legacy, audit.EventVersion10)
 	if got := recs[2]; !reflect.DeepEqual(got, wantLegacy) {
 		t.Errorf("1.0 record = %+v\nwant %+v", got, wantLegacy)
 	}
@@ -205,7 +205,7 @@ func TestHandleForwardsFallbackAndRefusedRequests(t *testing.T) {
 		got.EventType != audit.EventToolCall || got.ClientID != "" || got.Action != "" {
 		t.Errorf("access-log record = %+v", got)
 	}
-	if !bytes.Contains(emf.Bytes(), []byte(`"ForwardedRecords":4`)) {
+	if !bytes.Contains(emf.Bytes(), []byte(`"ForwardedRecords":3`)) || !bytes.Contains(emf.Bytes(), []byte(`"ForwardedRecords":1`)) {
 		t.Errorf("no EMF count line: %s", emf.String())
 	}
 	// A control message (sent when a subscription is created) is acknowledged.
@@ -330,12 +330,19 @@ func FuzzRecordsOfLogLines(f *testing.F) {
 	f.Add(`{"audit_fallback":true,"record":{}}`)
 	f.Add(`{"requestId":"r","status":"401","resourcePath":"/mcp"}`)
 	f.Add("START RequestId: x")
+	f.Add(`{"timestamp":1772366400000,"action":"BLOCK","httpRequest":{"uri":"/prod/tools/get_issue","headers":[]}}`)
 	fw := newForwarder(nil, "unused", io.Discard)
 	f.Fuzz(func(t *testing.T, line string) {
-		d := events.CloudwatchLogsData{LogEvents: []events.CloudwatchLogsLogEvent{{ID: "1", Message: line}}}
-		for _, r := range fw.Records(d) {
-			if err := r.Validate(); err != nil {
-				t.Fatalf("invalid record from %q: %v", line, err)
+		// Every line is tried as each kind of group would read it.
+		for _, group := range []string{testMCPGroup, testAccessGroup, testWAFGroup, ""} {
+			d := events.CloudwatchLogsData{LogGroup: group, LogEvents: []events.CloudwatchLogsLogEvent{{ID: "1", Message: line}}}
+			for _, r := range fw.Records(d) {
+				if err := r.Validate(); err != nil {
+					t.Fatalf("invalid record from %q in %q: %v", line, group, err)
+				}
+				if group != testMCPGroup && (r.WorkspaceID != "" || r.Outcome != audit.OutcomeDenied) {
+					t.Fatalf("a line of %q made a record that names a workspace or does not deny: %+v", group, r)
+				}
 			}
 		}
 	})

@@ -2,12 +2,16 @@ package mcpfn
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
@@ -21,12 +25,40 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 	if err != nil {
 		return nil, env.Logger, err
 	}
+	sm := secretsmanager.NewFromConfig(env.AWS)
+	key, err := DigestKey(ctx, sm, getenv(EnvDigestKeySecretARN))
+	if err != nil {
+		return nil, env.Logger, err
+	}
 	fn, err := Build(ctx, env.Config, Deps{
-		DB:      dynamodb.NewFromConfig(env.AWS),
-		Audit:   env.Audit,
-		Secrets: secretsmanager.NewFromConfig(env.AWS),
-		Stdout:  stdout,
-		Logger:  env.Logger,
+		DB:        dynamodb.NewFromConfig(env.AWS),
+		Audit:     env.Audit,
+		Secrets:   sm,
+		Stdout:    stdout,
+		Logger:    env.Logger,
+		DigestKey: key,
 	})
 	return fn, env.Logger, err
+}
+
+// EnvDigestKeySecretARN names the Secrets Manager secret holding the deployment's
+// audit digest key (hex, at least 32 bytes), read once at cold start.
+const EnvDigestKeySecretARN = "AACMCP_AUDIT_DIGEST_KEY_ARN"
+
+// DigestKey reads the audit digest key from Secrets Manager. The variable is
+// required: without it each instance would key its digests differently, and equal
+// calls would stop looking equal in the audit log.
+func DigestKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
+	if strings.TrimSpace(arn) == "" {
+		return nil, fmt.Errorf("environment variable %s is not set (the audit digest key's secret)", EnvDigestKeySecretARN)
+	}
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(strings.TrimSpace(arn))})
+	if err != nil {
+		return nil, fmt.Errorf("read the audit digest key: %w", err)
+	}
+	key, err := audit.ParseDigestKey(aws.ToString(out.SecretString))
+	if err != nil {
+		return nil, fmt.Errorf("the audit digest key secret: %w", err)
+	}
+	return key, nil
 }

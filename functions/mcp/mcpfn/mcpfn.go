@@ -90,16 +90,17 @@ func (f *Function) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	ctx, cancel := lambdaenv.WithDeadline(ctx, lambdaenv.DeadlineMargin, FallbackTimeout, f.cfg.Now())
 	defer cancel()
 
-	// API Gateway's request id is the one the access log and the authorizer's audit
-	// records carry: use it as the request id of the whole call.
-	if id := ev.RequestContext.RequestID; id != "" {
+	// API Gateway's extended request id is the one the access log carries: use it as
+	// the request id of the whole call. Not $context.requestId: a client sets that
+	// one with x-amzn-RequestId, and could give its records another call's id.
+	if id := ev.RequestContext.ExtendedRequestID; id != "" {
 		ev = withHeader(ev, "X-Request-Id", id)
 	}
 	resp, err := f.adapter(BasePath(ev)).ProxyWithContext(ctx, ev)
 	if err != nil {
 		// The event could not become an HTTP request (a body that is not valid
 		// base64). A Lambda error would be API Gateway's 502; answer like the server.
-		f.log.Error("proxy event not converted", "request_id", ev.RequestContext.RequestID, "err", err)
+		f.log.Error("proxy event not converted", "request_id", ev.RequestContext.ExtendedRequestID, "err", err)
 		return errorResponse(http.StatusBadRequest, apperr.New(apperr.InvalidArguments, "the request could not be read")), nil
 	}
 	return resp, nil

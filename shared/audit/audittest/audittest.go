@@ -31,7 +31,7 @@ func Record(ts time.Time, mods ...func(*audit.Record)) audit.Record {
 		ProtocolVersion: "2025-11-25",
 		UserAgent:       "audittest/1.0",
 		SourceIP:        "127.0.0.1",
-		ArgsSHA256:      "6d2b1c3f1b2b0a5e8a7b4f9f0f1d3a2c4e5f60718293a4b5c6d7e8f901234567",
+		ArgsHMAC:        "6d2b1c3f1b2b0a5e8a7b4f9f0f1d3a2c4e5f60718293a4b5c6d7e8f901234567",
 		DurationMS:      3,
 		Transport:       audit.TransportMCP,
 		EventType:       audit.EventToolCall,
@@ -95,6 +95,6 @@ func Authorization(action string) func(*audit.Record) {
 	return func(r *audit.Record) {
 		r.EventType, r.Action, r.Transport = audit.EventAuthorization, action, audit.TransportOAuth
 		r.Tool, r.ReadOnly, r.Destructive, r.ConfirmPresent = "", false, false, false
-		r.ScopesRequired, r.ResourceID, r.ArgsSHA256, r.JSONRPCID = []string{}, "", "", ""
+		r.ScopesRequired, r.ResourceID, r.ArgsHMAC, r.JSONRPCID = []string{}, "", "", ""
 	}
 }

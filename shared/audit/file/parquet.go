@@ -18,36 +18,39 @@ import (
 // the two convert into each other; a field added to one and not the other stops the
 // build.
 type parquetRow struct {
-	EventID          string   `parquet:"event_id"`
-	EventVersion     string   `parquet:"event_version"`
-	Timestamp        string   `parquet:"timestamp"`
-	Tool             string   `parquet:"tool"`
-	Outcome          string   `parquet:"outcome"`
-	Reason           string   `parquet:"reason"`
-	ScopesProvided   []string `parquet:"scopes_provided,list"`
-	ScopesRequired   []string `parquet:"scopes_required,list"`
-	WorkspaceID      string   `parquet:"workspace_id"`
-	UserID           string   `parquet:"user_id"`
-	TokenID          string   `parquet:"token_id"`
-	ReadOnly         bool     `parquet:"read_only"`
-	Destructive      bool     `parquet:"destructive"`
-	ConfirmPresent   bool     `parquet:"confirm_present"`
-	ResourceID       string   `parquet:"resource_id"`
-	IdempotencyKey   string   `parquet:"idempotency_key"`
-	IdempotentReplay bool     `parquet:"idempotent_replay"`
-	RequestID        string   `parquet:"request_id"`
-	JSONRPCID        string   `parquet:"jsonrpc_id"`
-	ClientName       string   `parquet:"client_name"`
-	ClientVersion    string   `parquet:"client_version"`
-	ProtocolVersion  string   `parquet:"protocol_version"`
-	UserAgent        string   `parquet:"user_agent"`
-	SourceIP         string   `parquet:"source_ip"`
-	ArgsSHA256       string   `parquet:"args_sha256"`
-	DurationMS       int64    `parquet:"duration_ms"`
-	Transport        string   `parquet:"transport"`
-	ClientID         string   `parquet:"client_id"`
-	EventType        string   `parquet:"event_type"`
-	Action           string   `parquet:"action"`
+	EventID            string   `parquet:"event_id"`
+	EventVersion       string   `parquet:"event_version"`
+	Timestamp          string   `parquet:"timestamp"`
+	Tool               string   `parquet:"tool"`
+	Outcome            string   `parquet:"outcome"`
+	Reason             string   `parquet:"reason"`
+	ScopesProvided     []string `parquet:"scopes_provided,list"`
+	ScopesRequired     []string `parquet:"scopes_required,list"`
+	WorkspaceID        string   `parquet:"workspace_id"`
+	UserID             string   `parquet:"user_id"`
+	TokenID            string   `parquet:"token_id"`
+	ReadOnly           bool     `parquet:"read_only"`
+	Destructive        bool     `parquet:"destructive"`
+	ConfirmPresent     bool     `parquet:"confirm_present"`
+	ResourceID         string   `parquet:"resource_id"`
+	IdempotencyKeyHMAC string   `parquet:"idempotency_key_hmac"`
+	IdempotentReplay   bool     `parquet:"idempotent_replay"`
+	RequestID          string   `parquet:"request_id"`
+	JSONRPCID          string   `parquet:"jsonrpc_id"`
+	ClientName         string   `parquet:"client_name"`
+	ClientVersion      string   `parquet:"client_version"`
+	ProtocolVersion    string   `parquet:"protocol_version"`
+	UserAgent          string   `parquet:"user_agent"`
+	SourceIP           string   `parquet:"source_ip"`
+	ArgsHMAC           string   `parquet:"args_hmac"`
+	DurationMS         int64    `parquet:"duration_ms"`
+	Transport          string   `parquet:"transport"`
+	ClientID           string   `parquet:"client_id"`
+	EventType          string   `parquet:"event_type"`
+	Action             string   `parquet:"action"`
+	// The 1.0 and 1.1 digests (audit.Record says why they are kept).
+	ArgsSHA256     string `parquet:"args_sha256"`
+	IdempotencyKey string `parquet:"idempotency_key"`
 }
 
 // manifestKey is the Parquet key-value metadata entry that lists, as a JSON array of

@@ -485,8 +485,7 @@ func TestParseFallbackLine(t *testing.T) {
 func TestParseFallbackLineVersions(t *testing.T) {
 	ts := time.Date(2025, 6, 22, 15, 30, 0, 0, time.UTC)
 	legacy := audittest.Record(ts, audittest.Tool("delete_issue"))
-	wantLegacy := legacy
-	wantLegacy.EventVersion = audit.EventVersion10
+	wantLegacy := audittest.AsLegacy(legacy, audit.EventVersion10)
 	fallback := func(rec []byte) string {
 		return `{"audit_fallback":true,"reason":"kinesis_unavailable","record":` + string(bytes.TrimSpace(rec)) + `}`
 	}

@@ -127,16 +127,18 @@ func TestViewRoundTripsRecords(t *testing.T) {
 		got[c] = res.Rows[0][i]
 	}
 	want := map[string]any{
-		"event_id": r.EventID, "event_version": "1.1", "timestamp": "2025-06-22T07:30:00.123Z",
+		"event_id": r.EventID, "event_version": "1.2", "timestamp": "2025-06-22T07:30:00.123Z",
 		"tool": "delete_issue", "outcome": "denied", "reason": "destructive_flag_missing",
 		"scopes_provided": []any{"issues:read", "issues:write"}, "scopes_required": []any{"issues:write"},
 		"workspace_id": "demo", "user_id": "dev", "token_id": "tok_test",
 		"read_only": false, "destructive": true, "confirm_present": false,
-		"resource_id": "AAC-1", "idempotency_key": "", "idempotent_replay": true,
+		"resource_id": "AAC-1", "idempotency_key_hmac": "", "idempotent_replay": true,
 		"request_id": "req-1", "jsonrpc_id": "1", "client_name": "audittest", "client_version": "1.0.0",
 		"protocol_version": "2025-11-25", "user_agent": "audittest/1.0", "source_ip": "127.0.0.1",
-		"args_sha256": r.ArgsSHA256, "duration_ms": int64(17), "transport": "mcp",
+		"args_hmac": r.ArgsHMAC, "duration_ms": int64(17), "transport": "mcp",
 		"client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata", "event_type": "tool_call", "action": "",
+		// A 1.2 line has no legacy columns: NULL, as in Athena.
+		"args_sha256": nil, "idempotency_key": nil,
 		// Partition values stay strings: hour=07 is "07", not 7.
 		"dt": "2025-06-22", "hour": "07",
 	}
@@ -337,8 +339,8 @@ func TestViewOverVersion10Files(t *testing.T) {
 			writeRecords(t, dir, []audit.Record{cur, authz})
 		}, [][]any{
 			{"1.0", nil, nil, nil, int64(3), int64(3), int64(3)},
-			{"1.1", "c_1", "authorization", "token_issued", int64(1), int64(0), int64(0)},
-			{"1.1", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+			{"1.2", "c_1", "authorization", "token_issued", int64(1), int64(0), int64(0)},
+			{"1.2", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
 		}},
 		{"1.0 and 1.1 Parquet", func(t *testing.T, dir string) {
 			legacyParquet(t, dir, p1)
@@ -348,7 +350,7 @@ func TestViewOverVersion10Files(t *testing.T) {
 			}
 		}, [][]any{
 			{"1.0", nil, nil, nil, int64(1), int64(1), int64(1)},
-			{"1.1", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+			{"1.2", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
 		}},
 	}
 	for _, tt := range tests {
@@ -369,5 +371,35 @@ func TestViewOverVersion10Files(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Records of 1.1 (the plain args_sha256, the idempotency key in clear) and of 1.2
+// (their HMACs) are queried side by side: each version's own columns hold its
+// values, and the other's read NULL, as in Athena.
+func TestViewOverVersion11And12Lines(t *testing.T) {
+	h := time.Date(2025, 6, 22, 10, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	old := audittest.Record(h, audittest.Tool("create_issue"), func(r *audit.Record) { r.IdempotencyKey = "retry-1" })
+	d := filepath.Join(dir, file.Subdir, "dt="+h.Format(time.DateOnly), "hour=10")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "v11.json"), audittest.V11Line(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cur := audittest.Record(h.Add(time.Minute), audittest.Tool("create_issue"), func(r *audit.Record) {
+		r.IdempotencyKeyHMAC = strings.Repeat("ab", 32)
+	})
+	writeRecords(t, dir, []audit.Record{cur})
+	e := openEngine(t, dir)
+	got := run(t, e, `SELECT event_version, args_sha256, idempotency_key, args_hmac, idempotency_key_hmac
+		FROM audit_log ORDER BY event_version`).Rows
+	want := [][]any{
+		{"1.1", old.ArgsHMAC, "retry-1", nil, nil},
+		{"1.2", nil, nil, cur.ArgsHMAC, cur.IdempotencyKeyHMAC},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rows %v\nwant %v", got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
@@ -221,8 +222,19 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		dispatcher, dispatchDesc = ob, "outbox "+ob.Path()
 	}
 
+	// The key of args_hmac and idempotency_key_hmac: made once per data folder
+	// (0600), so digests stay comparable across restarts and mean nothing elsewhere.
+	digestKey, err := audit.LoadOrCreateDigestKey(filepath.Join(g.dataDir, audit.DigestKeyFile))
+	if err != nil {
+		return err
+	}
+	digester, err := audit.NewDigester(digestKey)
+	if err != nil {
+		return err
+	}
+
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
-	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log}
+	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, Digester: digester}
 	if rate != nil {
 		gcfg.Limiter = ratelimit.New(st, *rate)
 	}

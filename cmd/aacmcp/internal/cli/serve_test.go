@@ -218,7 +218,7 @@ func TestServeAutopilotWebhook(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		got = append(got, string(b))
-		sigs = append(sigs, autopilot.Verify(secret, b, r.Header.Get(autopilot.HeaderSignature)))
+		sigs = append(sigs, autopilot.Verify(secret, b, r.Header.Get(autopilot.HeaderSignature), time.Now()) == nil)
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
