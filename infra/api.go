@@ -94,6 +94,10 @@ func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *ap
 		},
 	}
 	if cfg.DomainName != "" {
+		// One public URL: the issuer, the Cognito callback and the resource metadata
+		// all name the custom domain, so a client on the execute-api URL would fail
+		// discovery's resource check (RFC 9728 section 3.3) anyway.
+		props.DisableExecuteApiEndpoint = jsii.Bool(true)
 		props.DomainName = &awsapigateway.DomainNameOptions{
 			DomainName:     jsii.String(cfg.DomainName),
 			Certificate:    awscertificatemanager.Certificate_FromCertificateArn(scope, jsii.String("DomainCertificate"), jsii.String(cfg.CertificateARN)),
@@ -236,7 +240,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 	}
 	a.webACL = awswafv2.NewCfnWebACL(scope, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
 		Scope:            jsii.String("REGIONAL"),
-		Description:      jsii.String("aacmcp API: per-IP rate limit, body size limit, AWS common rule set"),
+		Description:      jsii.String("aacmcp API: per-IP rate limits for all, OAuth token and OAuth registration requests, body size limit, AWS common rule set"),
 		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &map[string]any{}},
 		VisibilityConfig: visibility("aacmcp-api"),
 		// WAF inspects at most this much of a body; a body beyond it counts as oversize
@@ -257,8 +261,9 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 				ContentType: jsii.String("APPLICATION_JSON"),
 				Content:     jsii.String(errorBody(fmt.Sprintf("request body larger than %d bytes", cfg.MaxBodyBytes), apperr.InvalidArguments)),
 			},
+			oauthRateLimitedBody: oauthRateLimitedResponse(),
 		},
-		Rules: &[]any{
+		Rules: ptr(append([]any{
 			&awswafv2.CfnWebACL_RuleProperty{
 				Name:     jsii.String("RateLimitPerIp"),
 				Priority: jsii.Number(0),
@@ -301,18 +306,20 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 						Name:       jsii.String("AWSManagedRulesCommonRuleSet"),
 						// The group blocks bodies over 8 KB; BodySizeLimit above sets the
 						// limit this API actually has, so that rule only counts.
-						RuleActionOverrides: &[]any{
+						// The URL-inclusion rules only count too: UrlInclusionOutsideOAuth
+						// (oauth.go) blocks on their labels except where URLs are OAuth data.
+						RuleActionOverrides: ptr(append([]any{
 							&awswafv2.CfnWebACL_RuleActionOverrideProperty{
 								Name:        jsii.String("SizeRestrictions_BODY"),
 								ActionToUse: &awswafv2.CfnWebACL_RuleActionProperty{Count: &map[string]any{}},
 							},
-						},
+						}, countURLInclusionRules()...)),
 					},
 				},
 				OverrideAction:   &awswafv2.CfnWebACL_OverrideActionProperty{None: &map[string]any{}},
 				VisibilityConfig: visibility("aacmcp-common-rule-set"),
 			},
-		},
+		}, oauthWAFRules(cfg, visibility, block)...)),
 	})
 	awswafv2.NewCfnWebACLAssociation(scope, jsii.String("ApiWebAclAssociation"), &awswafv2.CfnWebACLAssociationProps{
 		ResourceArn: a.rest.DeploymentStage().StageArn(),
