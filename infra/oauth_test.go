@@ -527,7 +527,7 @@ func TestDomainPlumbing(t *testing.T) {
 	}
 }
 
-func TestOAuthOutputs(t *testing.T) {
+func TestOAuthStackOutputs(t *testing.T) {
 	cognitoOnly := []string{outCognitoUserPoolID, outCognitoDomain, outAddUserCommand}
 	always := []string{outMCPURL, outOAuthIssuer, outUpstreamIssuer, outUpstreamSecretARN, outMemberAddCommand}
 	for _, tt := range []struct {
