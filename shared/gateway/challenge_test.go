@@ -56,17 +56,81 @@ func callCreateIssue(t *testing.T, mcpURL string) *http.Response {
 
 // TestStepUpChallengeReachesClient is issue 13 item 2: through the stand-in of the
 // deployed API (stage URL, headers remapped as API Gateway REST does), a client
-// must still see the 403 challenge.
+// sees the 403 challenge only through the front door (CloudFront with the
+// origin-response function); on the bare execute-api URL it arrives renamed, as in
+// production, and the client has nothing to step up from.
 func TestStepUpChallengeReachesClient(t *testing.T) {
-	url, _ := startWith(t, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true },
+	stage := func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true }
+	t.Run("front door", func(t *testing.T) {
+		url, _ := startWith(t, stage, gateway.FrontDoor)
+		resp := callCreateIssue(t, url+"/prod/mcp")
+		params, ok := stepUpChallenge(resp)
+		if !ok {
+			t.Fatalf("the client sees no step-up challenge: status %d, WWW-Authenticate %q (X-Amzn-Remapped-WWW-Authenticate %q)",
+				resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"))
+		}
+		if params["scope"] != "issues:write" || params["resource_metadata"] != url+"/prod/.well-known/oauth-protected-resource/mcp" {
+			t.Errorf("challenge parameters %v", params)
+		}
+		if rm := resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"); rm != "" {
+			t.Errorf("the remapped copy is still there: %q", rm)
+		}
+	})
+	t.Run("bare execute-api URL", func(t *testing.T) {
+		url, _ := startWith(t, stage, func(h http.Handler) http.Handler { return h })
+		resp := callCreateIssue(t, url+"/prod/mcp")
+		if _, ok := stepUpChallenge(resp); ok {
+			t.Fatal("the stand-in delivers the function's challenge, which API Gateway REST does not")
+		}
+		if rm := resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"); !strings.Contains(rm, `error="insufficient_scope"`) {
+			t.Errorf("X-Amzn-Remapped-WWW-Authenticate = %q, want the function's challenge", rm)
+		}
+	})
+}
+
+// TestStagePath: under a stage, paths outside it get the execute-api host's own
+// 403, which no gateway response changes; the API answers inside it.
+func TestStagePath(t *testing.T) {
+	url, authz := startWith(t, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true },
 		func(h http.Handler) http.Handler { return h })
-	resp := callCreateIssue(t, url+"/prod/mcp")
-	params, ok := stepUpChallenge(resp)
-	if !ok {
-		t.Fatalf("the client sees no step-up challenge: status %d, WWW-Authenticate %q (X-Amzn-Remapped-WWW-Authenticate %q)",
-			resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"))
+	for _, tt := range []struct {
+		path       string
+		wantStatus int
+		wantType   string
+	}{
+		{"/prod/healthz", 200, ""},
+		{"/prod/.well-known/oauth-protected-resource/mcp", 200, ""},
+		{"/healthz", 403, "MissingAuthenticationTokenException"},
+		{"/.well-known/oauth-protected-resource/prod/mcp", 403, "MissingAuthenticationTokenException"},
+		{"/.well-known/oauth-authorization-server/prod", 403, "MissingAuthenticationTokenException"},
+		{"/production/healthz", 403, "MissingAuthenticationTokenException"},
+		{"/prod", 403, "MissingAuthenticationTokenException"},
+		{"/", 403, "MissingAuthenticationTokenException"},
+	} {
+		resp, err := http.Get(url + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != tt.wantStatus || resp.Header.Get("X-Amzn-ErrorType") != tt.wantType {
+			t.Errorf("GET %s: %d %q %s, want %d %q", tt.path, resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), body, tt.wantStatus, tt.wantType)
+		}
+		if tt.wantStatus == 403 && string(body) != `{"message":"Missing Authentication Token"}` {
+			t.Errorf("GET %s: body %s", tt.path, body)
+		}
 	}
-	if params["scope"] != "issues:write" || params["resource_metadata"] != url+"/prod/.well-known/oauth-protected-resource/mcp" {
-		t.Errorf("challenge parameters %v", params)
+	// A header-less call inside the stage: the gateway's own challenge names the
+	// metadata under the stage.
+	resp, err := http.Post(url+"/prod/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || ch != `Bearer resource_metadata="`+url+`/prod/.well-known/oauth-protected-resource/mcp"` {
+		t.Errorf("no token: %d %q", resp.StatusCode, ch)
+	}
+	if n := authz.n.Load(); n != 0 {
+		t.Errorf("authorizer called %d times", n)
 	}
 }
