@@ -52,6 +52,13 @@ func start(t *testing.T) (url string, authz *counting) {
 // wrapped (by a front door).
 func startWith(t *testing.T, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
 	t.Helper()
+	return startClocked(t, nil, configure, wrap)
+}
+
+// startClocked is startWith with one clock for the gateway (its authorizer cache)
+// and both functions; nil is the real clock.
+func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
+	t.Helper()
 	ctx := context.Background()
 	if err := env.Fresh(ctx); err != nil {
 		t.Fatal(err)
@@ -62,11 +69,11 @@ func startWith(t *testing.T, configure func(*gateway.Config), wrap func(http.Han
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	sink := env.Sink()
-	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet})
+	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := authorizerfn.Build(cfg, authorizerfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet})
+	a, err := authorizerfn.Build(cfg, authorizerfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +84,7 @@ func startWith(t *testing.T, configure func(*gateway.Config), wrap func(http.Han
 		Audit:      sink,
 		Tools:      catalog.New(catalog.Deps{}),
 		Logger:     quiet,
+		Now:        now,
 	}
 	configure(&gc)
 	srv := httptest.NewServer(wrap(gateway.New(gc)))
