@@ -20,7 +20,10 @@ import (
 
 type memSink struct{ recs []audit.Record }
 
-func (m *memSink) Write(_ context.Context, r audit.Record) error { m.recs = append(m.recs, r); return nil }
+func (m *memSink) Write(_ context.Context, r audit.Record) error {
+	m.recs = append(m.recs, r)
+	return nil
+}
 
 // devFunction is the function over a real authorization server on SQLite (the
 // DynamoDB backend is exercised under the RIE and in the store suite).
