@@ -66,6 +66,9 @@ type Config struct {
 	// Authorizer is the REQUEST authorizer function; Function the MCP function.
 	Authorizer Invoker
 	Function   Invoker
+	// OAuth is the authorization server's function (functions/oauth), behind the
+	// routes infra gives it without the authorizer; nil: those routes do not exist.
+	OAuth Invoker
 	// Audit receives the records of requests refused without reaching the
 	// authorizer (in AWS: the forwarder puts them on the stream).
 	Audit audit.Sink
@@ -90,6 +93,7 @@ type route struct {
 	method   string // "" matches any method (API Gateway's ANY)
 	resource string
 	auth     bool
+	oauth    bool // served by Config.OAuth instead of Config.Function
 }
 
 // routes mirror the deployed REST API (infra). /mcp takes ANY so that GET and DELETE
@@ -101,12 +105,26 @@ var routes = []route{
 	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource", auth: false},
 	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource/mcp", auth: false},
 	{method: http.MethodGet, resource: "/healthz", auth: false},
+	// The authorization server's routes (infra/oauth.go): no authorizer, since a
+	// client registers, authorizes and redeems codes before it has a token.
+	{method: "", resource: "/oauth/{proxy+}", oauth: true},
+	{method: http.MethodGet, resource: "/.well-known/oauth-authorization-server", oauth: true},
+	{method: http.MethodGet, resource: "/.well-known/openid-configuration", oauth: true},
 }
 
-// match finds the route of a path; params holds {name}.
-func match(method, path string) (route, map[string]string, bool) {
+// match finds the route of a path; params holds {name} or {proxy}. oauth says
+// whether the authorization server's routes exist.
+func match(method, path string, oauth bool) (route, map[string]string, bool) {
 	for _, rt := range routes {
-		if rt.method != "" && rt.method != method {
+		if (rt.method != "" && rt.method != method) || (rt.oauth && !oauth) {
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(rt.resource, "{proxy+}"); ok {
+			// A greedy path variable takes one or more segments, none empty.
+			rest, ok := strings.CutPrefix(path, prefix)
+			if ok && rest != "" && !strings.HasSuffix(rest, "/") && !strings.Contains(rest, "//") {
+				return rt, map[string]string{"proxy": rest}, true
+			}
 			continue
 		}
 		if prefix, ok := strings.CutSuffix(rt.resource, "{name}"); ok {
@@ -194,7 +212,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve handles the request and returns the status it answered with.
 func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip, full string) int {
-	rt, params, ok := match(r.Method, r.URL.Path)
+	rt, params, ok := match(r.Method, r.URL.Path, g.cfg.OAuth != nil)
 	if !ok {
 		x.entry.ResponseType = "MISSING_AUTHENTICATION_TOKEN"
 		return writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
@@ -231,7 +249,11 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip,
 	}
 
 	ev := g.proxyEvent(r, rt, params, body, x, ip, authz, full)
-	return g.invokeFunction(w, r.Context(), ev, x)
+	fn := g.cfg.Function
+	if rt.oauth {
+		fn = g.cfg.OAuth
+	}
+	return g.invokeFunction(w, r.Context(), fn, ev, x)
 }
 
 var errUnauthorized = errors.New("unauthorized")
@@ -384,7 +406,7 @@ func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string
 	return ev
 }
 
-func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev events.APIGatewayProxyRequest, x *exchange) int {
+func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, fn Invoker, ev events.APIGatewayProxyRequest, x *exchange) int {
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return writeMessage(w, http.StatusInternalServerError, "Internal server error")
@@ -392,7 +414,7 @@ func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev 
 	ictx, cancel := context.WithTimeout(ctx, IntegrationTimeout)
 	defer cancel()
 	start := g.cfg.Now()
-	out, err := g.cfg.Function.Invoke(ictx, payload)
+	out, err := fn.Invoke(ictx, payload)
 	x.entry.IntegrationLatency = strconv.FormatInt(g.cfg.Now().Sub(start).Milliseconds(), 10)
 	if err != nil {
 		g.log.Error("function failed", "request_id", x.requestID, "err", err)
