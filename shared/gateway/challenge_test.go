@@ -1,8 +1,12 @@
 package gateway_test
 
 import (
+	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -132,5 +136,35 @@ func TestStagePath(t *testing.T) {
 	}
 	if n := authz.n.Load(); n != 0 {
 		t.Errorf("authorizer called %d times", n)
+	}
+}
+
+// invokerFunc is an Invoker from a function.
+type invokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+func (f invokerFunc) Invoke(ctx context.Context, p []byte) ([]byte, error) { return f(ctx, p) }
+
+// TestDeniedTokenChallenge: an authorizer Deny gets the stack's ACCESS_DENIED
+// gateway response, a 401 whose challenge says error="invalid_token" (the token was
+// presented), and the function is not called.
+func TestDeniedTokenChallenge(t *testing.T) {
+	deny := invokerFunc(func(context.Context, []byte) ([]byte, error) {
+		return []byte(`{"principalId":"x","policyDocument":{"Version":"2012-10-17","Statement":[{"Action":["execute-api:Invoke"],"Effect":"Deny","Resource":["*"]}]}}`), nil
+	})
+	called := false
+	fn := invokerFunc(func(context.Context, []byte) ([]byte, error) { called = true; return nil, errors.New("not reached") })
+	srv := httptest.NewServer(gateway.New(gateway.Config{Authorizer: deny, Function: fn, Stage: "prod", StageInPath: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/prod/mcp", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer aac_whatever")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	want := `Bearer resource_metadata="` + srv.URL + `/prod/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want || called {
+		t.Errorf("%d %q (function called: %v), want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), called, want)
 	}
 }

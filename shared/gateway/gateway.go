@@ -13,7 +13,8 @@
 //     WWW-Authenticate challenge, without calling the authorizer; its audit record
 //     is made by the forwarder's own conversion of the access-log entry, as in AWS;
 //   - otherwise the REQUEST authorizer is invoked (results cached 60 s per header),
-//     "Unauthorized" is 401, a Deny is 403, an authorizer failure 500;
+//     "Unauthorized" is 401, a Deny the stack's ACCESS_DENIED gateway response (401
+//     with error="invalid_token"), an authorizer failure 500;
 //   - an allowed request becomes a REST (v1) proxy event with the authorizer's
 //     context and stage "local", the MCP function is invoked, and its proxy response
 //     is written back with the headers API Gateway REST renames (WWW-Authenticate
@@ -243,8 +244,10 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip,
 			x.entry.AuthorizerError = err.Error()
 			return writeMessage(w, http.StatusInternalServerError, "")
 		case !authz.allows(g.methodArn(r.Method, r.URL.Path)):
+			// The stack's ACCESS_DENIED gateway response (infra/api.go): a token the
+			// authorizer saw and denied is a 401 that says error="invalid_token".
 			x.entry.ResponseType = "ACCESS_DENIED"
-			return writeMessage(w, http.StatusForbidden, "User is not authorized to access this resource")
+			return g.challenge(w, r, `, error="invalid_token"`)
 		}
 	}
 
@@ -273,11 +276,18 @@ func (g *gateway) unauthorized(w http.ResponseWriter, r *http.Request, x *exchan
 			}
 		}
 	}
+	return g.challenge(w, r, "")
+}
+
+// challenge writes the stack's UNAUTHORIZED or ACCESS_DENIED gateway response: 401
+// with a static challenge (extra is what follows the pointer). API Gateway sets
+// these headers itself, so they reach the client under their own name.
+func (g *gateway) challenge(w http.ResponseWriter, r *http.Request, extra string) int {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+g.fullPath("/.well-known/oauth-protected-resource/mcp")+`"`)
+	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+g.fullPath("/.well-known/oauth-protected-resource/mcp")+`"`+extra)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	b, _ := json.Marshal(apperr.New(apperr.InvalidToken, auth.PublicMessage).Body())
