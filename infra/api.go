@@ -181,8 +181,19 @@ func errorBody(message string, code apperr.Code) string {
 // missing or refused token is 401 with the RFC 9728 pointer, so an MCP client can find
 // out how to authenticate. The authorizer's policy covers the whole API, so a Deny can
 // only mean the token was refused: it is a 401 too, not a 403.
+//
+// These challenges reach clients as WWW-Authenticate: API Gateway renames that header
+// only in an integration's answer, never in its own gateway responses
+// (docs/decisions.md, "Challenges through API Gateway"). A header value is static, so
+// the two types tell the two cases apart: UNAUTHORIZED is also API Gateway's answer
+// when there is no Authorization header at all, where RFC 6750 section 3.1 says no
+// error code; ACCESS_DENIED only follows a token the authorizer saw and denied, so it
+// says error="invalid_token". The pointer is the path-suffixed metadata URL of the
+// /mcp resource, the one the function's own challenges name.
 func (a *api) addGatewayResponses() {
-	challenge := "'Bearer resource_metadata=\"" + strings.TrimSuffix(*a.baseURL, "/") + wellKnownPath + "\"'"
+	metadata := strings.TrimSuffix(*a.baseURL, "/") + wellKnownPath + "/mcp"
+	challenge := "'Bearer resource_metadata=\"" + metadata + "\"'"
+	refused := "'Bearer resource_metadata=\"" + metadata + "\", error=\"invalid_token\"'"
 	unauthorized := errorBody("missing or invalid bearer token", apperr.InvalidToken)
 	type gr struct {
 		id      string
@@ -193,7 +204,7 @@ func (a *api) addGatewayResponses() {
 	}
 	for _, r := range []gr{
 		{"Unauthorized", awsapigateway.ResponseType_UNAUTHORIZED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
-		{"AccessDenied", awsapigateway.ResponseType_ACCESS_DENIED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
+		{"AccessDenied", awsapigateway.ResponseType_ACCESS_DENIED(), "401", unauthorized, map[string]string{"WWW-Authenticate": refused}},
 		// API Gateway calls an unknown route "Missing Authentication Token" (403).
 		{"UnknownRoute", awsapigateway.ResponseType_MISSING_AUTHENTICATION_TOKEN(), "404", errorBody("no such route", apperr.NotFound), nil},
 		{"Throttled", awsapigateway.ResponseType_THROTTLED(), "429", errorBody("too many requests", apperr.RateLimited), map[string]string{"Retry-After": "'1'"}},

@@ -15,19 +15,20 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/aacworkflow/aacmcp/functions/oauth/oauthfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
 	"github.com/aacworkflow/aacmcp/infra/tables"
 )
 
-// Environment of the authorization server function (round 2's contract with
-// functions/oauth). AACMCP_PUBLIC_URL is also given to the MCP function, so that the
-// resource metadata and the authorization server agree on one issuer.
+// Environment of the authorization server function (oauthfn reads it).
+// AACMCP_PUBLIC_URL is also given to the MCP function, so that the resource metadata and
+// the authorization server agree on one issuer.
 const (
-	envPublicURL           = "AACMCP_PUBLIC_URL"
-	envOIDCIssuer          = "AACMCP_OIDC_ISSUER"
-	envOIDCClientID        = "AACMCP_OIDC_CLIENT_ID"
-	envOIDCClientSecretARN = "AACMCP_OIDC_CLIENT_SECRET_ARN"
-	envOAuthAccessTTL      = "AACMCP_OAUTH_ACCESS_TTL"
+	envPublicURL           = oauthfn.EnvPublicURL
+	envOIDCIssuer          = oauthfn.EnvOIDCIssuer
+	envOIDCClientID        = oauthfn.EnvOIDCClientID
+	envOIDCClientSecretARN = oauthfn.EnvOIDCClientSecretARN
+	envOAuthAccessTTL      = oauthfn.EnvAccessTokenTTL
 )
 
 // Partition-key prefixes of the authorization server's items in the main table

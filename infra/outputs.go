@@ -32,6 +32,25 @@ const (
 	outCognitoUserPoolID  = "CognitoUserPoolId"
 	outCognitoDomain      = "CognitoDomain"
 	outAddUserCommand     = "AddUserCommand"
+	outOAuthDiscovery     = "OAuthDiscovery"
+	outStepUpChallenge    = "StepUpChallenge"
+)
+
+// What the deployed URL does for OAuth clients (docs/decisions.md, "Challenges and
+// discovery through API Gateway"): said at deploy time, where the URL is handed out.
+const (
+	discoveryStageURL = "The default execute-api URL has the stage in its path: the RFC 8414 and RFC 9728 " +
+		"well-known URLs clients build by inserting /.well-known/... before that path are at the host root, " +
+		"outside the stage, where API Gateway answers 403. Clients that follow the 401 challenge's " +
+		"resource_metadata and then try <issuer>/.well-known/openid-configuration (the MCP TypeScript SDK, " +
+		"mcp-remote) connect; for claude.ai, ChatGPT and strict RFC 8414 clients deploy with a custom domain: " +
+		"docs/deploy.md, \"Custom domain for OAuth clients\"."
+	discoveryCustomDomain = "Custom domain at the root: every RFC 8414 and RFC 9728 well-known URL is served."
+	stepUpChallenge       = "The 401s API Gateway answers itself carry WWW-Authenticate. The MCP function's own " +
+		"challenges (403 insufficient_scope, and 401 for a token that expired inside the 60 s authorizer cache) " +
+		"arrive as x-amzn-Remapped-WWW-Authenticate: API Gateway REST renames that header in Lambda proxy " +
+		"answers, so clients do not step up by themselves; the CloudFront front door in docs/decisions.md " +
+		"restores it and is not part of this stack yet."
 )
 
 func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *functionSet, a *api, an *analytics, m *monitoring, o *oauthStack) {
@@ -77,5 +96,9 @@ func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *fun
 	}
 	if dn := a.rest.DomainName(); dn != nil {
 		out(outDomainTarget, "Point the custom domain's DNS (CNAME or alias) at this name", dn.DomainNameAliasDomainName())
+		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryCustomDomain))
+	} else {
+		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryStageURL))
 	}
+	out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpChallenge))
 }

@@ -253,9 +253,11 @@ func TestGatewayResponses(t *testing.T) {
 		code       string
 		authHeader string // substring of WWW-Authenticate, "" for none
 	}{
-		{plain, "UNAUTHORIZED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource\"'`},
-		{plain, "ACCESS_DENIED", "401", "invalid_token", `resource_metadata=\"https://`},
-		{full, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource\"'`},
+		// No error code: UNAUTHORIZED is also the answer to a request without a token.
+		{plain, "UNAUTHORIZED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\"'`},
+		{plain, "ACCESS_DENIED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
+		{full, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"'`},
+		{full, "ACCESS_DENIED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
 		{plain, "THROTTLED", "429", "rate_limited", ""},
 		{plain, "MISSING_AUTHENTICATION_TOKEN", "404", "not_found", ""},
 		{plain, "DEFAULT_5XX", "", "internal_error", ""},
@@ -587,6 +589,29 @@ func TestAlarms(t *testing.T) {
 	for _, w := range []string{"Tool calls", "Denials by reason", "p99", "cold starts", "Firehose delivery", "Audit fallback", "DynamoDB throttles"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("dashboard lacks %q", w)
+		}
+	}
+}
+
+// TestOAuthOutputs: cdk deploy says what the URL it hands out does for OAuth
+// discovery and challenges.
+func TestOAuthOutputs(t *testing.T) {
+	for _, tt := range []struct {
+		s    *synthesized
+		name string
+		want []string
+	}{
+		{plain, "plain", []string{"outside the stage", "403", "custom domain", "docs/deploy.md"}},
+		{full, "custom domain", []string{"Custom domain at the root"}},
+	} {
+		got := jsonText(tt.s.raw.Outputs[outOAuthDiscovery].Value)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %s = %s, want it to say %q", tt.name, outOAuthDiscovery, got, w)
+			}
+		}
+		if ch := jsonText(tt.s.raw.Outputs[outStepUpChallenge].Value); !strings.Contains(ch, "x-amzn-Remapped-WWW-Authenticate") {
+			t.Errorf("%s: %s = %s", tt.name, outStepUpChallenge, ch)
 		}
 	}
 }
