@@ -31,18 +31,6 @@ const (
 	envOAuthAccessTTL      = oauthfn.EnvAccessTokenTTL
 )
 
-// Partition-key prefixes of the authorization server's items in the main table
-// (shared/store/dynamo; decided with the store: /tmp/oauth-status/dynoauth.keys). Both lie
-// outside tables.TenantPrefix, so the MCP function's WS#* policy cannot reach them.
-const (
-	// oauthKeyPrefix starts every OAuth state item (clients, pending authorizations,
-	// codes, grants, refresh hashes, the client policy) and every GSI1PK they have.
-	oauthKeyPrefix = "OAUTH#"
-	// memberLookupPrefix starts the items that find member records by e-mail and by
-	// user id across workspaces; the admin CLI writes them beside the member record.
-	memberLookupPrefix = "MEMBERBY#"
-)
-
 // callbackPath is where the upstream provider sends the person back (shared/oauth's
 // GET /oauth/callback), relative to the issuer.
 const callbackPath = "/oauth/callback"
@@ -178,19 +166,19 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 			Sid:        jsii.String("WriteOAuthState"),
 			Actions:    jsii.Strings("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			Resources:  &[]*string{d.main.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", oauthKeyPrefix),
+			Conditions: leading("ForAllValues:StringLike", tables.OAuthPrefix),
 		},
 		{
 			Sid:        jsii.String("ReadOAuthState"),
 			Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
 			Resources:  &[]*string{d.main.TableArn(), indexArn(d.main, gsi)},
-			Conditions: leading("ForAllValues:StringLike", oauthKeyPrefix),
+			Conditions: leading("ForAllValues:StringLike", tables.OAuthPrefix),
 		},
 		{
 			Sid:        jsii.String("ReadMemberLookups"),
 			Actions:    jsii.Strings("dynamodb:Query"),
 			Resources:  &[]*string{d.main.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", memberLookupPrefix),
+			Conditions: leading("ForAllValues:StringLike", tables.MemberLookupPrefix),
 		},
 		// Member records are WS#<ws> / MEMBER#<user>. Every other tenant item's
 		// partition key has a second '#' (WS#<ws>#ISSUE#..., and workspace ids never

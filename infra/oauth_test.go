@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
 )
 
@@ -218,7 +219,7 @@ func TestMCPRoleCannotReachOAuthState(t *testing.T) {
 			if strings.Contains(text, tokensTable) {
 				t.Errorf("mcp role reaches the tokens table: %s", text)
 			}
-			if strings.Contains(text, oauthKeyPrefix) || strings.Contains(text, memberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") {
+			if strings.Contains(text, tables.OAuthPrefix) || strings.Contains(text, tables.MemberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") {
 				t.Errorf("mcp role reaches OAuth state or the upstream secret: %s", text)
 			}
 		}
