@@ -62,6 +62,11 @@ var fullContext = map[string]any{
 	config.KeyWAFTokenRateLimit:    "120",
 	config.KeyWAFRegisterRateLimit: float64(10),
 	config.KeyOAuthAccessTTL:       "30m",
+	config.KeyJWTIssuer:            "https://idp.example.com/oauth2/aus1",
+	config.KeyJWTClients:           "claude-connector, chatgpt-connector",
+	config.KeyJWTAlgorithms:        "RS256,ES256",
+	config.KeyJWTUserClaim:         "email",
+	config.KeyJWTWorkspace:         "acme",
 }
 
 var essentialsContext = map[string]any{

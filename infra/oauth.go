@@ -180,20 +180,6 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 			Resources:  &[]*string{d.main.TableArn()},
 			Conditions: leading("ForAllValues:StringLike", tables.MemberLookupPrefix),
 		},
-		// Member records are WS#<ws> / MEMBER#<user>. Every other tenant item's
-		// partition key has a second '#' (WS#<ws>#ISSUE#..., and workspace ids never
-		// contain '#'), so the second condition keeps issues, comments, runs and
-		// counters out of reach; what remains is the workspace's own partition
-		// (its META, members and agents), read only.
-		{
-			Sid:       jsii.String("ReadMemberRecords"),
-			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
-			Resources: &[]*string{d.main.TableArn()},
-			Conditions: &map[string]any{
-				"ForAllValues:StringLike":    map[string]any{"dynamodb:LeadingKeys": []string{tables.TenantPrefix + "*"}},
-				"ForAllValues:StringNotLike": map[string]any{"dynamodb:LeadingKeys": []string{tables.TenantPrefix + "*#*"}},
-			},
-		},
 		{
 			Sid:       jsii.String("ReadUpstreamClientSecret"),
 			Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
@@ -202,6 +188,7 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 	} {
 		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(st))
 	}
+	role.AddToPrincipalPolicy(memberRecordsReadStatement(d))
 	role.AddToPrincipalPolicy(putAuditRecord(p))
 }
 

@@ -159,9 +159,8 @@ func TestOAuthIAMExact(t *testing.T) {
 		{[]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, []string{mainArn}, leading("OAUTH#*")},
 		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{mainArn, gsiArn}, leading("OAUTH#*")},
 		{[]string{"dynamodb:Query"}, []string{mainArn}, leading("MEMBERBY#*")},
-		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{mainArn},
-			`{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*"]}}`},
 		{[]string{"secretsmanager:GetSecretValue"}, []string{jsonText(ref(plain.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "CognitoClientSecret")))}, ""},
+		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{mainArn}, memberRecordsCondition},
 		{[]string{"kinesis:PutRecord"}, []string{jsonText(getAtt(plain.raw.logicalIDWithPrefix(t, "AWS::Kinesis::Stream", "AuditStream"), "Arn"))}, ""},
 	}
 	got := statementsOf(t, plain, plain.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnOAuth)+"Role"))
@@ -179,6 +178,9 @@ func TestOAuthIAMExact(t *testing.T) {
 		t.Errorf("full: GetSecretValue on %v, want %v", reads, want)
 	}
 }
+
+// memberRecordsCondition is the IAM condition of ReadMemberRecords.
+const memberRecordsCondition = `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*"]}}`
 
 // TestMemberRecordCondition checks the IAM patterns of ReadMemberRecords against the
 // store's key layout (shared/store/dynamo/keys.go): member records and the workspace
@@ -639,5 +641,55 @@ func TestTemplateValidationIsFatal(t *testing.T) {
 	}()
 	if !failed {
 		t.Error("synth of an invalid WAF description succeeded")
+	}
+}
+
+// TestExternalJWT: with jwtIssuer the token authorizer gets the issuer's settings and
+// read access to member lookups and records; without it, neither.
+func TestExternalJWT(t *testing.T) {
+	env := fnEnv(t, full, fnAuthorizer)
+	for k, want := range map[string]string{
+		envJWTIssuer:     "https://idp.example.com/oauth2/aus1",
+		envJWTClients:    "claude-connector,chatgpt-connector",
+		envJWTAlgorithms: "RS256,ES256",
+		envJWTUserClaim:  "email",
+		envJWTWorkspace:  "acme",
+		envPublicURL:     "https://mcp.example.com",
+	} {
+		if env[k] != want {
+			t.Errorf("full authorizer %s = %v, want %q", k, env[k], want)
+		}
+	}
+	for _, k := range []string{envJWTAudience, envJWTJWKSURL, envJWTWorkspaceClaim, envJWTRequireATJWT} {
+		if v, ok := env[k]; ok {
+			t.Errorf("full authorizer %s = %v, want unset", k, v)
+		}
+	}
+	if got := fnEnv(t, full, fnMCP)[envJWTIssuer]; got != "https://idp.example.com/oauth2/aus1" {
+		t.Errorf("full mcp %s = %v: its resource metadata would not name the issuer", envJWTIssuer, got)
+	}
+	for _, s := range []*synthesized{plain, essentials} {
+		for _, fn := range wiredFunctions {
+			for k := range fnEnv(t, s, fn) {
+				if strings.HasPrefix(k, "AACMCP_JWT_") {
+					t.Errorf("%s without jwtIssuer: %s has %s", *s.stack.StackName(), fn, k)
+				}
+			}
+		}
+	}
+
+	mainTable := full.raw.logicalIDWithPrefix(t, "AWS::DynamoDB::GlobalTable", "MainTable")
+	var reads []statement
+	for _, st := range statementsOf(t, full, full.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnAuthorizer)+"Role")) {
+		if strings.Contains(jsonText(st.Resources), mainTable) {
+			reads = append(reads, st)
+		}
+	}
+	want := []statement{
+		{[]string{"dynamodb:Query"}, []string{jsonText(getAtt(mainTable, "Arn"))}, `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["MEMBERBY#*"]}}`},
+		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{jsonText(getAtt(mainTable, "Arn"))}, memberRecordsCondition},
+	}
+	if jsonText(reads) != jsonText(want) {
+		t.Errorf("full authorizer main-table access:\n%s\nwant\n%s", pretty(reads), pretty(want))
 	}
 }

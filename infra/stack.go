@@ -53,6 +53,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 	}
 	a := newAPI(stack, cfg, fns)
 	o := newOAuth(stack, cfg, d, p, fns, a)
+	newExternalJWT(cfg, d, fns, o)
 	newForwarding(stack, fns, a)
 	an := newAnalytics(stack, cfg, p, props.Queries)
 	m := newMonitoring(stack, cfg, d, p, fns, a)

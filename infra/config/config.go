@@ -46,6 +46,15 @@ const (
 	KeyWAFTokenRateLimit    = "wafOAuthTokenRateLimit"
 	KeyWAFRegisterRateLimit = "wafOAuthRegisterRateLimit"
 	KeyOAuthAccessTTL       = "oauthAccessTtl"
+	KeyJWTIssuer            = "jwtIssuer"
+	KeyJWTAudience          = "jwtAudience"
+	KeyJWTClients           = "jwtClients"
+	KeyJWTJWKSURL           = "jwtJwksUrl"
+	KeyJWTAlgorithms        = "jwtAlgorithms"
+	KeyJWTUserClaim         = "jwtUserClaim"
+	KeyJWTWorkspace         = "jwtWorkspace"
+	KeyJWTWorkspaceClaim    = "jwtWorkspaceClaim"
+	KeyJWTRequireATJWT      = "jwtRequireAtJwt"
 )
 
 // Keys lists every context key the app reads.
@@ -56,7 +65,9 @@ var Keys = []string{
 	KeyAthenaScanCutoff, KeyDomainName, KeyCertificateARN, KeyGlueDatabase,
 	KeyDenialAlarmThreshold, KeyHostedZoneID, KeyHostedZoneName, KeyOIDCIssuer, KeyOIDCClientID,
 	KeyOIDCClientSecretARN, KeyCognitoDomainPrefix, KeyCognitoFeaturePlan, KeyWAFTokenRateLimit,
-	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL,
+	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL, KeyJWTIssuer, KeyJWTAudience, KeyJWTClients,
+	KeyJWTJWKSURL, KeyJWTAlgorithms, KeyJWTUserClaim, KeyJWTWorkspace, KeyJWTWorkspaceClaim,
+	KeyJWTRequireATJWT,
 }
 
 // Config is the validated deployment configuration.
@@ -114,6 +125,24 @@ type Config struct {
 	// OAuthAccessTTL is the access-token lifetime of the authorization server; 0 keeps
 	// the server's default.
 	OAuthAccessTTL time.Duration
+	// JWT is an external authorization server whose JWT access tokens the token
+	// authorizer accepts beside the built-in server's (shared/auth/jwtaccess); its
+	// Issuer "" means none.
+	JWT JWTConfig
+}
+
+// JWTConfig is the external JWT issuer's configuration, passed to the authorizer as
+// its AACMCP_JWT_* environment.
+type JWTConfig struct {
+	Issuer         string
+	Audiences      []string
+	Clients        []string
+	JWKSURL        string
+	Algorithms     []string
+	UserClaim      string
+	Workspace      string
+	WorkspaceClaim string
+	RequireATJWT   bool
 }
 
 // ExternalIssuer reports whether an external OpenID Connect provider replaces Cognito.
@@ -181,6 +210,12 @@ var (
 	domainPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	clientIDRE     = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
 	cognitoPlans   = []string{CognitoPlus, CognitoEssentials}
+	// jwtAlgorithms are the ones shared/auth/jwtaccess lets a configuration name:
+	// asymmetric only, so no HMAC with a public key and never "none".
+	jwtAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+	claimRE       = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+	// Workspace ids are key parts of the DynamoDB store: no "#", at most 512 bytes.
+	workspaceRE = regexp.MustCompile(`^[^#\s]{1,512}$`)
 )
 
 // ReservedInDomainPrefix are words Cognito refuses anywhere in a domain prefix.
@@ -268,6 +303,23 @@ func Load(lookup func(key string) any) (Config, error) {
 	c.CognitoDomainPrefix = prefix
 	if plan != "" {
 		c.CognitoFeaturePlan = plan
+	}
+	str(KeyJWTIssuer, &c.JWT.Issuer)
+	list(KeyJWTAudience, &c.JWT.Audiences)
+	list(KeyJWTClients, &c.JWT.Clients)
+	str(KeyJWTJWKSURL, &c.JWT.JWKSURL)
+	list(KeyJWTAlgorithms, &c.JWT.Algorithms)
+	str(KeyJWTUserClaim, &c.JWT.UserClaim)
+	str(KeyJWTWorkspace, &c.JWT.Workspace)
+	str(KeyJWTWorkspaceClaim, &c.JWT.WorkspaceClaim)
+	var requireAT string
+	str(KeyJWTRequireATJWT, &requireAT)
+	if requireAT != "" {
+		b, err := strconv.ParseBool(requireAT)
+		if err != nil {
+			bad(KeyJWTRequireATJWT, fmt.Sprintf("%q is not true or false", requireAT))
+		}
+		c.JWT.RequireATJWT = b
 	}
 	num(KeyWAFTokenRateLimit, &c.WAFTokenRateLimit, minWAFRateLimit, 2_000_000_000)
 	num(KeyWAFRegisterRateLimit, &c.WAFRegisterRateLimit, minWAFRateLimit, 2_000_000_000)
@@ -380,6 +432,46 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	if !slices.Contains(cognitoPlans, c.CognitoFeaturePlan) {
 		bad(KeyCognitoFeaturePlan, fmt.Sprintf("%q is not one of %s", c.CognitoFeaturePlan, strings.Join(cognitoPlans, ", ")))
+	}
+	j := c.JWT
+	if j.Issuer == "" {
+		if len(j.Audiences)+len(j.Clients)+len(j.Algorithms) > 0 || j.JWKSURL != "" || j.UserClaim != "" || j.Workspace != "" || j.WorkspaceClaim != "" || requireAT != "" {
+			bad(KeyJWTIssuer, "the jwt* keys configure an external issuer: set jwtIssuer too")
+		}
+	} else {
+		if u, err := url.Parse(j.Issuer); err != nil || !isHTTPSURL(j.Issuer) || u.RawQuery != "" || u.Fragment != "" {
+			bad(KeyJWTIssuer, "must be the issuer's https:// URL exactly as its tokens' iss names it, without query or fragment")
+		}
+		for _, a := range j.Audiences {
+			if !isHTTPSURL(a) && !clientIDRE.MatchString(a) {
+				bad(KeyJWTAudience, fmt.Sprintf("%q is neither an https:// URL nor a plain identifier", a))
+			}
+		}
+		for _, id := range j.Clients {
+			if !clientIDRE.MatchString(id) {
+				bad(KeyJWTClients, fmt.Sprintf("%q is not printable ASCII without spaces", id))
+			}
+		}
+		if j.JWKSURL != "" && !isHTTPSURL(j.JWKSURL) {
+			bad(KeyJWTJWKSURL, "must be an https:// URL")
+		}
+		for _, a := range j.Algorithms {
+			if !slices.Contains(jwtAlgorithms, a) {
+				bad(KeyJWTAlgorithms, fmt.Sprintf("%q is not one of %s (asymmetric only)", a, strings.Join(jwtAlgorithms, ", ")))
+			}
+		}
+		if j.UserClaim != "" && !claimRE.MatchString(j.UserClaim) {
+			bad(KeyJWTUserClaim, fmt.Sprintf("%q is not a claim name", j.UserClaim))
+		}
+		if j.WorkspaceClaim != "" && !claimRE.MatchString(j.WorkspaceClaim) {
+			bad(KeyJWTWorkspaceClaim, fmt.Sprintf("%q is not a claim name", j.WorkspaceClaim))
+		}
+		if j.Workspace != "" && !workspaceRE.MatchString(j.Workspace) {
+			bad(KeyJWTWorkspace, fmt.Sprintf("%q is not a workspace id", j.Workspace))
+		}
+		if j.Workspace != "" && j.WorkspaceClaim != "" {
+			bad(KeyJWTWorkspace, "jwtWorkspace pins one workspace and jwtWorkspaceClaim reads it from the token: set one")
+		}
 	}
 	if !glueNameRE.MatchString(c.GlueDatabase) {
 		bad(KeyGlueDatabase, "must be lower-case letters, digits and underscores, starting with a letter")

@@ -264,3 +264,53 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestJWT(t *testing.T) {
+	c, err := load(map[string]any{
+		KeyJWTIssuer:         "https://idp.example.com/oauth2/aus1",
+		KeyJWTAudience:       "https://mcp.example.com/mcp, api://aacmcp",
+		KeyJWTClients:        "a,b",
+		KeyJWTJWKSURL:        "https://idp.example.com/keys",
+		KeyJWTAlgorithms:     "RS256, EdDSA",
+		KeyJWTUserClaim:      "preferred_username",
+		KeyJWTWorkspaceClaim: "https://aacworkflow.example/ws",
+		KeyJWTRequireATJWT:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JWTConfig{
+		Issuer: "https://idp.example.com/oauth2/aus1", Audiences: []string{"https://mcp.example.com/mcp", "api://aacmcp"},
+		Clients: []string{"a", "b"}, JWKSURL: "https://idp.example.com/keys", Algorithms: []string{"RS256", "EdDSA"},
+		UserClaim: "preferred_username", WorkspaceClaim: "https://aacworkflow.example/ws", RequireATJWT: true,
+	}
+	if !reflect.DeepEqual(c.JWT, want) {
+		t.Errorf("JWT = %+v\nwant %+v", c.JWT, want)
+	}
+	issuer := map[string]any{KeyJWTIssuer: "https://idp.example.com"}
+	with := func(k string, v any) map[string]any { return map[string]any{KeyJWTIssuer: issuer[KeyJWTIssuer], k: v} }
+	for _, tt := range []struct {
+		name string
+		ctx  map[string]any
+		key  string
+	}{
+		{"settings without an issuer", map[string]any{KeyJWTClients: "a"}, KeyJWTIssuer},
+		{"http issuer", map[string]any{KeyJWTIssuer: "http://idp.example.com"}, KeyJWTIssuer},
+		{"HMAC", with(KeyJWTAlgorithms, "RS256,HS256"), KeyJWTAlgorithms},
+		{"none", with(KeyJWTAlgorithms, "none"), KeyJWTAlgorithms},
+		{"http JWKS", with(KeyJWTJWKSURL, "http://idp.example.com/keys"), KeyJWTJWKSURL},
+		{"audience with a space", with(KeyJWTAudience, "my api"), KeyJWTAudience},
+		{"client with a space", with(KeyJWTClients, "my client"), KeyJWTClients},
+		{"claim with a space", with(KeyJWTUserClaim, "e mail"), KeyJWTUserClaim},
+		{"workspace with #", with(KeyJWTWorkspace, "a#b"), KeyJWTWorkspace},
+		{"both workspace keys", map[string]any{KeyJWTIssuer: "https://idp.example.com", KeyJWTWorkspace: "acme", KeyJWTWorkspaceClaim: "ws"}, KeyJWTWorkspace},
+		{"not a bool", with(KeyJWTRequireATJWT, "yes"), KeyJWTRequireATJWT},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(tt.ctx)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("error = %v, want ErrInvalid naming %s", err, tt.key)
+			}
+		})
+	}
+}
