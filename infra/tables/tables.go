@@ -65,6 +65,14 @@ const (
 	TokenPrefix = "TOKEN#"
 	// FailurePrefix starts the partition key of a failed-attempt counter.
 	FailurePrefix = "FAIL#"
+	// OAuthPrefix starts the partition key (and the GSI1 partition key) of every
+	// item of the OAuth authorization server's state in the main table: outside
+	// TenantPrefix, so a role confined to tenant keys cannot reach it.
+	OAuthPrefix = "OAUTH#"
+	// MemberLookupPrefix starts the partition key of the main table's lookup items
+	// that find member records by e-mail and by user id across workspaces (written
+	// beside the member record, read by the authorization server).
+	MemberLookupPrefix = "MEMBERBY#"
 )
 
 // KeyAttributes lists every attribute the table's and its indexes' key schemas use,

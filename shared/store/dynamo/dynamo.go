@@ -1,9 +1,12 @@
-// Package dynamo is the DynamoDB backend of store.Queries and auth.TokenStore.
+// Package dynamo is the DynamoDB backend of store.Queries, auth.TokenStore and
+// store.OAuthStore.
 //
 // Layout (DESIGN.md section 6; the key schema itself is infra/tables): one main table
-// whose every partition key starts with "WS#<workspace>", so IAM dynamodb:LeadingKeys
-// can confine a role to one tenant, and a tokens table keyed by the secret's SHA-256.
-// The item kinds and their keys are listed in keys.go.
+// whose every tenant partition key starts with "WS#<workspace>", so IAM
+// dynamodb:LeadingKeys can confine a role to one tenant, and a tokens table keyed by
+// the secret's SHA-256. The authorization server's state and the member lookups live
+// in the main table outside "WS#" ("OAUTH#", "MEMBERBY#"), out of a tenant role's reach.
+// The item kinds and their keys are listed in keys.go and oauth_keys.go.
 //
 // There is no Scan and no TransactWriteItems anywhere (dynalite, the test server, has no
 // transactions, and they cost double). Multi-item writes are ordered so that a crash

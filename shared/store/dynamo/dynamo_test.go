@@ -111,6 +111,18 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestOAuthConformance runs the OAuth store suite on tables of its own: its Policy
+// subtest expects the one global policy item never set.
+func TestOAuthConformance(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	storetest.RunOAuth(t, func(t *testing.T) storetest.OAuthBackend {
+		return storetest.OAuthBackend{Queries: e.store, Tokens: e.store, OAuth: e.store}
+	})
+	if err := e.store.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestListMembers: the members of one workspace, with their e-mails, by user id; an
 // agent or another workspace's member never among them.
 func TestListMembers(t *testing.T) {

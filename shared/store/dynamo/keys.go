@@ -18,8 +18,8 @@ const (
 	indexGSI1  = "GSI1"
 )
 
-// Item kinds of the main table. Every partition key starts with "WS#<ws>" (IAM
-// LeadingKeys). Ids embedded in keys never contain '#' (validPart), so no id can reach
+// Item kinds of the main table. Every tenant partition key starts with "WS#<ws>" (IAM
+// LeadingKeys); the OAuth items and member lookups outside it are in oauth_keys.go. Ids embedded in keys never contain '#' (validPart), so no id can reach
 // another kind's keys, let alone another workspace's.
 //
 //	workspace          WS#<ws>                         META

@@ -105,69 +105,8 @@ func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, e
 	return m, fail("GetMember", err)
 }
 
-// UpdateMember implements store.Writer. Replacing a member keeps its created_at and
-// replaces its e-mail.
-func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
-	if !validPart(m.UserID) {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required and must not contain '#'")
-	}
-	if !m.Role.Valid() {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
-	}
-	if err := checkWS(m.WorkspaceID); err != nil {
-		return store.Member{}, err
-	}
-	if err := s.workspaceExists(ctx, m.WorkspaceID, "UpdateMember"); err != nil {
-		return store.Member{}, err
-	}
-	m.CreatedAt = s.orNow(m.CreatedAt)
-	// The e-mail is replaced with the record, lower-cased as the SQLite store does;
-	// "" removes the attribute rather than store an empty string.
-	update := "SET user_id = :u, #role = :r, created_at = if_not_exists(created_at, :c)"
-	values := item{":u": avS(m.UserID), ":r": avS(string(m.Role)), ":c": avTime(m.CreatedAt)}
-	if email := strings.ToLower(m.Email); email != "" {
-		update += ", email = :e"
-		values[":e"] = avS(email)
-	} else {
-		update += " REMOVE email"
-	}
-	// SET and REMOVE are idempotent: a retried request writes the same values again.
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(wsPK(m.WorkspaceID), skMember+m.UserID),
-		UpdateExpression:          aws.String(update),
-		ExpressionAttributeNames:  map[string]string{"#role": "role"},
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err != nil {
-		return store.Member{}, fail("UpdateMember", err)
-	}
-	got, err := decodeMember(m.WorkspaceID, out.Attributes)
-	return got, fail("UpdateMember", err)
-}
-
-// DeleteMember implements store.Writer.
-func (s *Store) DeleteMember(ctx context.Context, ws, user string) error {
-	if err := checkWS(ws); err != nil || !validPart(user) {
-		return notFound("member")
-	}
-	// Read, then delete unconditionally: a conditional delete would answer a retry of
-	// itself (first response lost) with not_found although it succeeded.
-	k := key(wsPK(ws), skMember+user)
-	it, err := s.get(ctx, s.table, k, "DeleteMember")
-	if err != nil {
-		return err
-	}
-	if it == nil {
-		return notFound("member")
-	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: k})
-	return fail("DeleteMember", err)
-}
-
-// ListMembers lists the members of one workspace, ordered by user id (the sort key):
-// the one method of store.OAuthStore this backend has so far, for `aacmcp member list`.
+// ListMembers implements store.OAuthStore: the members of one workspace, ordered by
+// user id (the sort key), one Query of the workspace's partition.
 func (s *Store) ListMembers(ctx context.Context, ws string) ([]store.Member, error) {
 	if err := checkWS(ws); err != nil {
 		return []store.Member{}, nil
