@@ -27,8 +27,20 @@ run: ## Serve MCP locally with the embedded store and dev tokens (ADDR=host:port
 	$(GO) run ./cmd/aacmcp serve --dev --addr $(ADDR) --data $(DATA)
 
 .PHONY: deps
-deps: $(NPM_STAMP) ## Install Go modules and the pinned npm test packages
+# The OAuth tests drive Debian's chromium with playwright-core, which never downloads a
+# browser of its own: install the distribution's package when it is missing, and stop
+# here, loudly, when that is not possible.
+deps: $(NPM_STAMP) ## Install Go modules, Debian's chromium and the pinned npm test packages
 	$(GO) mod download
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "deps: /usr/bin/chromium is missing: apt-get install chromium"; \
+	  sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+	  if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; }; then \
+	    echo "deps: could not install Debian's chromium; the OAuth browser tests need /usr/bin/chromium (apt-get install chromium, as root)" >&2; \
+	    exit 1; \
+	  fi; \
+	  if [ ! -x /usr/bin/chromium ]; then echo "deps: apt-get installed chromium but /usr/bin/chromium is still missing" >&2; exit 1; fi; \
+	fi
 
 $(NPM_STAMP): test/package.json test/package-lock.json
 	npm ci --prefix test --no-audit --no-fund --loglevel=error

@@ -39,12 +39,12 @@ const (
 // What the deployed URL does for OAuth clients (docs/decisions.md, "Challenges and
 // discovery through API Gateway"): said at deploy time, where the URL is handed out.
 const (
-	discoveryStageURL = "The default execute-api URL has the stage in its path: the RFC 8414 and RFC 9728 " +
-		"well-known URLs clients build by inserting /.well-known/... before that path are at the host root, " +
-		"outside the stage, where API Gateway answers 403. Clients that follow the 401 challenge's " +
-		"resource_metadata and then try <issuer>/.well-known/openid-configuration (the MCP TypeScript SDK, " +
-		"mcp-remote) connect; for claude.ai, ChatGPT and strict RFC 8414 clients deploy with a custom domain: " +
-		"docs/deploy.md, \"Custom domain for OAuth clients\"."
+	discoveryStageURL = "OAuth clients cannot discover the authorization server on this default URL: it has the " +
+		"stage in its path, so the RFC 8414 and RFC 9728 well-known URLs clients build by inserting " +
+		"/.well-known/... before that path are at the host root, outside the stage, where API Gateway answers 403. " +
+		"The MCP TypeScript SDK (and mcp-remote) finds the resource metadata from the 401 challenge, then stops " +
+		"at the authorization server metadata. Personal tokens (Authorization: Bearer aac_...) work here; for " +
+		"OAuth (claude.ai, ChatGPT) deploy with a custom domain: docs/deploy.md, \"Custom domain for OAuth clients\"."
 	discoveryCustomDomain = "Custom domain at the root: every RFC 8414 and RFC 9728 well-known URL is served."
 	stepUpChallenge       = "The 401s API Gateway answers itself carry WWW-Authenticate. The MCP function's own " +
 		"challenges (403 insufficient_scope, and 401 for a token that expired inside the 60 s authorizer cache) " +

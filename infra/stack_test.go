@@ -601,7 +601,7 @@ func TestOAuthOutputs(t *testing.T) {
 		name string
 		want []string
 	}{
-		{plain, "plain", []string{"outside the stage", "403", "custom domain", "docs/deploy.md"}},
+		{plain, "plain", []string{"cannot discover", "outside the stage", "403", "custom domain", "docs/deploy.md"}},
 		{full, "custom domain", []string{"Custom domain at the root"}},
 	} {
 		got := jsonText(tt.s.raw.Outputs[outOAuthDiscovery].Value)

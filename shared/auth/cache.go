@@ -142,3 +142,22 @@ func (c *CachedVerifier) Len() int {
 	defer c.mu.RUnlock()
 	return c.order.Len()
 }
+
+// Forget drops the cached answers for these token ids, so that a token revoked by this
+// process is refused at its next use instead of within the TTL. Tokens are cached by
+// secret hash, so this looks at every entry: the cache is bounded, and revocations are
+// rare next to lookups.
+func (c *CachedVerifier) Forget(tokenIDs ...string) {
+	if len(tokenIDs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.order.Front(); el != nil; {
+		next := el.Next()
+		if slices.Contains(tokenIDs, el.Value.(*cacheEntry).p.TokenID) {
+			c.remove(el)
+		}
+		el = next
+	}
+}

@@ -133,3 +133,29 @@ func TestCachedVerifierConcurrent(t *testing.T) {
 		clk.Add(11 * time.Second) // every entry expires before the next round
 	}
 }
+
+func TestCachedVerifierForget(t *testing.T) {
+	ts := newMemTokens()
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := NewCachedVerifier(&Verifier{Store: ts, Now: clk.Now}, MaxCacheTTL, 0)
+	ctx := t.Context()
+	gone, goneRec := issue(t, ts, clk.Now(), "ws_a", "alice", time.Hour, "issues:read")
+	kept, _ := issue(t, ts, clk.Now(), "ws_a", "bob", time.Hour, "issues:read")
+	for _, s := range []string{gone, kept} {
+		if _, err := c.Verify(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ts.UpdateTokenRevoked(ctx, goneRec.TokenID, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c.Forget(goneRec.TokenID, "tok_never_cached")
+	// Forgotten: the next use asks the store and sees the revocation, well within the TTL.
+	_, err := c.Verify(ctx, gone)
+	checkRejected(t, "a forgotten revoked token", err, ReasonRevoked, gone)
+	before := ts.count()
+	if _, err := c.Verify(ctx, kept); err != nil || ts.count() != before {
+		t.Errorf("another token's entry was dropped too: lookups %d -> %d, err %v", before, ts.count(), err)
+	}
+	c.Forget() // nothing to forget is a no-op
+}

@@ -169,3 +169,33 @@ func TestMatch(t *testing.T) {
 		t.Error("/oauth/token matched with no authorization server")
 	}
 }
+
+// FuzzRouting feeds arbitrary request paths through the stage prefix and the route
+// table: a matched path lies inside the stage, a {proxy+} value has no empty
+// segment, and the route path rebuilt with the stage is the path asked for.
+func FuzzRouting(f *testing.F) {
+	for _, p := range []string{"/prod/mcp", "/prod/oauth/token", "/prod/oauth/a//b", "/prod", "/", "/production/mcp", "/prod/tools/x", "/.well-known/oauth-authorization-server/prod"} {
+		f.Add("GET", p)
+		f.Add("POST", p)
+	}
+	g := New(Config{Stage: "prod", StageInPath: true}).(*gateway)
+	f.Fuzz(func(t *testing.T, method, path string) {
+		route, ok := g.inStage(path)
+		if !ok {
+			return
+		}
+		if g.fullPath(route) != path || !strings.HasPrefix(route, "/") {
+			t.Fatalf("inStage(%q) = %q", path, route)
+		}
+		rt, params, ok := match(method, route, true)
+		if !ok {
+			return
+		}
+		if p, has := params["proxy"]; has && (p == "" || strings.Contains(p, "//") || strings.HasSuffix(p, "/") || "/oauth/"+p != route) {
+			t.Fatalf("match(%q) proxy = %q", route, p)
+		}
+		if rt.method != "" && rt.method != method {
+			t.Fatalf("match(%s %q) = %+v", method, route, rt)
+		}
+	})
+}

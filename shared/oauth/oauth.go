@@ -114,6 +114,11 @@ type Config struct {
 	// hour (default 20).
 	RegistrationLimit int
 	Counter           RateCounter
+	// OnRevoke, when set, is told the token ids of the access tokens a revocation
+	// ended, after they are revoked in the store. A process that verifies tokens
+	// itself (aacmcp serve) drops them from its verifier cache, so a revocation
+	// there takes effect at once instead of within the cache's 60 s.
+	OnRevoke func(tokenIDs []string)
 	// ServiceDocumentation is advertised in the metadata when set.
 	ServiceDocumentation string
 	Logger               *slog.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -106,6 +107,9 @@ func (s *Server) revokeGrant(ctx context.Context, grantID, by string, ev event) 
 		if _, err := s.cfg.Tokens.UpdateTokenRevoked(ctx, id, now); err != nil && !apperr.Is(err, apperr.NotFound) {
 			errs = append(errs, err)
 		}
+	}
+	if s.cfg.OnRevoke != nil && len(g.AccessTokenIDs) > 0 {
+		s.cfg.OnRevoke(slices.Clone(g.AccessTokenIDs))
 	}
 	s.log.InfoContext(ctx, "oauth: grant revoked", "grant_id", g.ID, "client_id", g.ClientID,
 		"workspace_id", g.WorkspaceID, "user_id", g.UserID, "by", by)

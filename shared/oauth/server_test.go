@@ -959,3 +959,20 @@ func TestDevSigninOnlyOnLoopbackIssuer(t *testing.T) {
 		}
 	}
 }
+
+// A process that verifies tokens itself is told which access tokens a revocation
+// ended, so it can drop them from its cache (aacmcp serve does).
+func TestRevocationTellsOnRevoke(t *testing.T) {
+	var told [][]string
+	h := newHarness(t, func(_ *harness, c *Config) { c.OnRevoke = func(ids []string) { told = append(told, ids) } })
+	id := h.publicClient("C")
+	code := h.browser().authorize(t, id, nativeRedirect, "bob", "", "issues:read")
+	_, tok := h.redeem(id, code, nativeRedirect)
+	p := h.mustVerify(str(tok, "access_token"))
+	if status, _ := h.redeem(id, code, nativeRedirect); status != http.StatusBadRequest { // a replay revokes the grant
+		t.Fatalf("replayed code: %d", status)
+	}
+	if len(told) != 1 || !slices.Equal(told[0], []string{p.TokenID}) {
+		t.Fatalf("OnRevoke was told %v, want [[%s]]", told, p.TokenID)
+	}
+}

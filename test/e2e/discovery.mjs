@@ -8,13 +8,16 @@
 //   AACMCP_E2E_EXPECT    file to write the (empty) expectations to
 //   AACMCP_E2E_STEP_UP   "1": the 403 challenge must be readable (front door);
 //                        "0": it must not be (bare API Gateway)
+//   AACMCP_E2E_STAGED    "1": the URL has a stage path (the default execute-api URL);
+//                        "0": served at the root (a custom domain)
 //
 // Output: one line per failed check and "N passed, N failed"; exit 1 on failure.
 
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import {
-  discoverOAuthServerInfo,
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { test, runTests, finish } from '../runner.mjs';
@@ -22,6 +25,7 @@ import { test, runTests, finish } from '../runner.mjs';
 const url = process.env.AACMCP_URL;
 const tokens = JSON.parse(process.env.AACMCP_E2E_TOKENS);
 const stepUp = process.env.AACMCP_E2E_STEP_UP === '1';
+const staged = process.env.AACMCP_E2E_STAGED === '1';
 const issuer = url.replace(/\/mcp$/, '');
 writeFileSync(process.env.AACMCP_E2E_EXPECT, '[]');
 
@@ -48,16 +52,30 @@ test('401 without a token names the resource metadata under the stage', async ()
   resourceMetadataUrl = p.resourceMetadataUrl;
 });
 
-test('the SDK discovers the resource and the authorization server through the stage', async () => {
-  const info = await discoverOAuthServerInfo(url, { resourceMetadataUrl });
-  assert.equal(info.resourceMetadata.resource, url);
-  assert.equal(info.authorizationServerUrl, issuer);
-  assert.equal(info.authorizationServerMetadata.issuer, issuer);
-  assert.equal(info.authorizationServerMetadata.token_endpoint, `${issuer}/oauth/token`);
-  assert.ok(info.authorizationServerMetadata.code_challenge_methods_supported.includes('S256'));
+test('the SDK finds the resource metadata from the challenge', async () => {
+  const md = await discoverOAuthProtectedResourceMetadata(url, { resourceMetadataUrl });
+  assert.equal(md.resource, url);
+  assert.deepEqual(md.authorization_servers, [issuer]);
 });
 
-test('the host root is outside the stage (403), as on execute-api', async () => {
+if (staged) {
+  // Path insertion (RFC 8414) lands outside the stage; the SDK's last candidate,
+  // <issuer>/.well-known/openid-configuration, is answered with the OAuth metadata,
+  // which the SDK parses as OpenID provider metadata and refuses (no jwks_uri, no
+  // subject_types_supported: this server issues no ID tokens). Discovery stops here.
+  test('on a stage path the SDK cannot get the authorization server metadata', async () => {
+    await assert.rejects(discoverAuthorizationServerMetadata(issuer), (e) => e?.name === 'ZodError' || /jwks_uri/.test(String(e)));
+  });
+} else {
+  test('at the root the SDK discovers the authorization server', async () => {
+    const md = await discoverAuthorizationServerMetadata(issuer);
+    assert.equal(md.issuer, issuer);
+    assert.equal(md.token_endpoint, `${issuer}/oauth/token`);
+    assert.ok(md.code_challenge_methods_supported.includes('S256'));
+  });
+}
+
+if (staged) test('the host root is outside the stage (403), as on execute-api', async () => {
   const u = new URL(url);
   for (const p of [`/.well-known/oauth-authorization-server${u.pathname.replace(/\/mcp$/, '')}`,
     `/.well-known/oauth-protected-resource${u.pathname}`]) {

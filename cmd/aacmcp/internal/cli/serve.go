@@ -229,7 +229,10 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", sf.addr, err)
 	}
-	as, err := newAuthorizationServer(ctx, sf.oauth, sf.dev, ln, st, sink, cat, g.env.now, log)
+	verifier := auth.NewCachedVerifier(&auth.Verifier{Store: st, Now: g.env.Now}, auth.MaxCacheTTL, 0)
+	// A grant revoked here (the grants page, RFC 7009, a replayed code) ends its access
+	// tokens at once in this process, not within the cache's 60 s.
+	as, err := newAuthorizationServer(ctx, sf.oauth, sf.dev, ln, st, sink, cat, g.env.now, log, func(ids []string) { verifier.Forget(ids...) })
 	if err != nil {
 		ln.Close()
 		return err
@@ -244,7 +247,6 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if as != nil {
 		mcfg.OAuth = as
 	}
-	verifier := auth.NewCachedVerifier(&auth.Verifier{Store: st, Now: g.env.Now}, auth.MaxCacheTTL, 0)
 	handler := mcpserver.New(mcfg, gd, cat, mcpserver.BearerSource{Verifier: verifier})
 	base := sf.publicURL
 	if base == "" {

@@ -62,7 +62,7 @@ func (of *oauthFlags) enabled(dev bool) bool { return dev || of.issuer != "" }
 // newAuthorizationServer builds the server for serve. The dev sign-in page, and
 // client metadata documents on loopback, are only for a dev server that listens on
 // loopback: either would let anyone who reaches the port act as any member.
-func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net.Listener, st *sqlite.Store, sink audit.Sink, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) (*oauth.Server, error) {
+func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net.Listener, st *sqlite.Store, sink audit.Sink, cat *catalog.Catalog, now func() time.Time, log *slog.Logger, onRevoke func([]string)) (*oauth.Server, error) {
 	if !of.enabled(dev) {
 		return nil, nil
 	}
@@ -75,6 +75,7 @@ func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net
 		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: dev && loopback, Now: now}),
 		Dev:            dev && of.issuer == "",
 		AccessTokenTTL: of.accessTTL,
+		OnRevoke:       onRevoke,
 		Logger:         log,
 		Now:            now,
 	}
