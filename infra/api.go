@@ -318,7 +318,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 						// The group blocks bodies over 8 KB; BodySizeLimit above sets the
 						// limit this API actually has, so that rule only counts.
 						// The URL-inclusion rules only count too: UrlInclusionOutsideOAuth
-						// (oauth.go) blocks on their labels except where URLs are OAuth data.
+						// (oauthwaf.go) blocks on their labels except where URLs are OAuth data.
 						RuleActionOverrides: ptr(append([]any{
 							&awswafv2.CfnWebACL_RuleActionOverrideProperty{
 								Name:        jsii.String("SizeRestrictions_BODY"),
