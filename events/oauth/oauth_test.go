@@ -112,3 +112,52 @@ func TestSampleEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistrationLimitOnDynamoDB: the registration rate limit counts in the main
+// table under OAUTH# (the function's own counter): the 21st registration from one
+// address within the hour is refused with 429, another address is not.
+func TestRegistrationLimitOnDynamoDB(t *testing.T) {
+	ctx := context.Background()
+	if err := env.Fresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base, err := env.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := oauthfn.Build(ctx, oauthfn.Config{Config: base, Dev: true}, oauthfn.Deps{
+		DB: env.DB, Audit: &lambdatest.Capture{Next: env.Sink()}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := os.ReadFile("03-register.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(ip string) int {
+		var ev events.APIGatewayProxyRequest
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.RequestContext.Identity.SourceIP = ip
+		ev.MultiValueHeaders["X-Forwarded-For"] = []string{ip}
+		ev.Headers["X-Forwarded-For"] = ip
+		resp, err := fn.Handle(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	for i := 1; i <= 20; i++ {
+		if got := register("203.0.113.7"); got != 201 {
+			t.Fatalf("registration %d: %d, want 201", i, got)
+		}
+	}
+	if got := register("203.0.113.7"); got != 429 {
+		t.Errorf("registration 21 from the same address: %d, want 429", got)
+	}
+	if got := register("203.0.113.8"); got != 201 {
+		t.Errorf("first registration from another address: %d, want 201", got)
+	}
+}

@@ -78,13 +78,13 @@ type Deps struct {
 	Now func() time.Time
 }
 
-// backend is what the authorization server needs of the store: the DynamoDB store
-// provides all of it.
+// backend is what the authorization server needs of the store.
 type backend interface {
 	store.OAuthStore
 	auth.TokenStore
-	oauth.RateCounter
 }
+
+var _ backend = (*dynamo.Store)(nil)
 
 // Build wires the function from its configuration.
 func Build(ctx context.Context, cfg Config, d Deps) (*Function, error) {
@@ -106,13 +106,10 @@ func Build(ctx context.Context, cfg Config, d Deps) (*Function, error) {
 	if d.Now != nil {
 		opts = append(opts, dynamo.WithClock(d.Now))
 	}
-	var st any = dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
-	be, ok := st.(backend)
-	if !ok {
-		return nil, errors.New("oauthfn: the DynamoDB store does not implement store.OAuthStore in this build")
-	}
+	be := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
 	ocfg := oauth.Config{
-		Store: be, Tokens: be, Counter: be, Sink: d.Audit,
+		Store: be, Tokens: be, Sink: d.Audit,
+		Counter:        registrationCounter{db: d.DB, table: cfg.Table},
 		Catalog:        catalog.New(catalog.Deps{}),
 		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: cfg.Dev, Now: d.Now}),
 		Dev:            cfg.Dev && cfg.OIDCIssuer == "",
