@@ -94,6 +94,10 @@ func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *ap
 		},
 	}
 	if cfg.DomainName != "" {
+		// One public URL: the issuer, the Cognito callback and the resource metadata
+		// all name the custom domain, so a client on the execute-api URL would fail
+		// discovery's resource check (RFC 9728 section 3.3) anyway.
+		props.DisableExecuteApiEndpoint = jsii.Bool(true)
 		props.DomainName = &awsapigateway.DomainNameOptions{
 			DomainName:     jsii.String(cfg.DomainName),
 			Certificate:    awscertificatemanager.Certificate_FromCertificateArn(scope, jsii.String("DomainCertificate"), jsii.String(cfg.CertificateARN)),
@@ -177,8 +181,19 @@ func errorBody(message string, code apperr.Code) string {
 // missing or refused token is 401 with the RFC 9728 pointer, so an MCP client can find
 // out how to authenticate. The authorizer's policy covers the whole API, so a Deny can
 // only mean the token was refused: it is a 401 too, not a 403.
+//
+// These challenges reach clients as WWW-Authenticate: API Gateway renames that header
+// only in an integration's answer, never in its own gateway responses
+// (docs/decisions.md, "Challenges through API Gateway"). A header value is static, so
+// the two types tell the two cases apart: UNAUTHORIZED is also API Gateway's answer
+// when there is no Authorization header at all, where RFC 6750 section 3.1 says no
+// error code; ACCESS_DENIED only follows a token the authorizer saw and denied, so it
+// says error="invalid_token". The pointer is the path-suffixed metadata URL of the
+// /mcp resource, the one the function's own challenges name.
 func (a *api) addGatewayResponses() {
-	challenge := "'Bearer resource_metadata=\"" + strings.TrimSuffix(*a.baseURL, "/") + wellKnownPath + "\"'"
+	metadata := strings.TrimSuffix(*a.baseURL, "/") + wellKnownPath + "/mcp"
+	challenge := "'Bearer resource_metadata=\"" + metadata + "\"'"
+	refused := "'Bearer resource_metadata=\"" + metadata + "\", error=\"invalid_token\"'"
 	unauthorized := errorBody("missing or invalid bearer token", apperr.InvalidToken)
 	type gr struct {
 		id      string
@@ -189,7 +204,7 @@ func (a *api) addGatewayResponses() {
 	}
 	for _, r := range []gr{
 		{"Unauthorized", awsapigateway.ResponseType_UNAUTHORIZED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
-		{"AccessDenied", awsapigateway.ResponseType_ACCESS_DENIED(), "401", unauthorized, map[string]string{"WWW-Authenticate": challenge}},
+		{"AccessDenied", awsapigateway.ResponseType_ACCESS_DENIED(), "401", unauthorized, map[string]string{"WWW-Authenticate": refused}},
 		// API Gateway calls an unknown route "Missing Authentication Token" (403).
 		{"UnknownRoute", awsapigateway.ResponseType_MISSING_AUTHENTICATION_TOKEN(), "404", errorBody("no such route", apperr.NotFound), nil},
 		{"Throttled", awsapigateway.ResponseType_THROTTLED(), "429", errorBody("too many requests", apperr.RateLimited), map[string]string{"Retry-After": "'1'"}},
@@ -236,7 +251,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 	}
 	a.webACL = awswafv2.NewCfnWebACL(scope, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
 		Scope:            jsii.String("REGIONAL"),
-		Description:      jsii.String("aacmcp API: per-IP rate limit, body size limit, AWS common rule set"),
+		Description:      jsii.String("aacmcp API: per-IP rate limits for all, OAuth token and OAuth registration requests, body size limit, AWS common rule set"),
 		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &map[string]any{}},
 		VisibilityConfig: visibility("aacmcp-api"),
 		// WAF inspects at most this much of a body; a body beyond it counts as oversize
@@ -257,8 +272,9 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 				ContentType: jsii.String("APPLICATION_JSON"),
 				Content:     jsii.String(errorBody(fmt.Sprintf("request body larger than %d bytes", cfg.MaxBodyBytes), apperr.InvalidArguments)),
 			},
+			oauthRateLimitedBody: oauthRateLimitedResponse(),
 		},
-		Rules: &[]any{
+		Rules: ptr(append([]any{
 			&awswafv2.CfnWebACL_RuleProperty{
 				Name:     jsii.String("RateLimitPerIp"),
 				Priority: jsii.Number(0),
@@ -301,18 +317,20 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 						Name:       jsii.String("AWSManagedRulesCommonRuleSet"),
 						// The group blocks bodies over 8 KB; BodySizeLimit above sets the
 						// limit this API actually has, so that rule only counts.
-						RuleActionOverrides: &[]any{
+						// The URL-inclusion rules only count too: UrlInclusionOutsideOAuth
+						// (oauthwaf.go) blocks on their labels except where URLs are OAuth data.
+						RuleActionOverrides: ptr(append([]any{
 							&awswafv2.CfnWebACL_RuleActionOverrideProperty{
 								Name:        jsii.String("SizeRestrictions_BODY"),
 								ActionToUse: &awswafv2.CfnWebACL_RuleActionProperty{Count: &map[string]any{}},
 							},
-						},
+						}, countURLInclusionRules()...)),
 					},
 				},
 				OverrideAction:   &awswafv2.CfnWebACL_OverrideActionProperty{None: &map[string]any{}},
 				VisibilityConfig: visibility("aacmcp-common-rule-set"),
 			},
-		},
+		}, oauthWAFRules(cfg, visibility, block)...)),
 	})
 	awswafv2.NewCfnWebACLAssociation(scope, jsii.String("ApiWebAclAssociation"), &awswafv2.CfnWebACLAssociationProps{
 		ResourceArn: a.rest.DeploymentStage().StageArn(),

@@ -19,6 +19,9 @@ var featureFlags = map[string]any{
 	// Don't create a 1-second log retention custom resource for anything.
 	"@aws-cdk/aws-lambda:useCdkManagedLogGroup": false,
 	"@aws-cdk/core:enablePartitionLiterals":     true,
+	// Fail synth on a template CloudFormation would refuse (a WAF description with
+	// parentheses did, once) instead of printing a warning and deploying it.
+	"@aws-cdk/core:validateAgainstDefaultRules": true,
 }
 
 // newApp creates the CDK app with the stack's feature flags; outdir "" means CDK_OUTDIR

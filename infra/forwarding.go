@@ -29,13 +29,14 @@ const unauthenticatedFilterPattern = `{ $.status = "401" }`
 const metricAuditFallbackLines = "AuditFallbackLines"
 
 // newForwarding subscribes the forwarder to the two kinds of log lines that must still
-// become audit records: fallback lines of the functions that write audit records, and
+// become audit records: fallback lines of the functions that write audit records (the
+// authorization server's consent, token and registration events among them), and
 // access-log entries of requests refused 401 before the authorizer ran. The forwarder's
 // own log group is not subscribed: a failing forwarder would feed itself.
 func newForwarding(scope constructs.Construct, fns *functionSet, a *api) {
 	dest := awslogsdestinations.NewLambdaDestination(fns.get(fnForwarder), nil)
 	var auditing []*string
-	for _, name := range []string{fnMCP, fnAuthorizer} {
+	for _, name := range []string{fnMCP, fnAuthorizer, fnOAuth} {
 		lg := fns.logGroups[name]
 		auditing = append(auditing, lg.LogGroupName())
 		id := functionID(name)

@@ -61,7 +61,7 @@ func normalise(st any) statement {
 var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 func TestIAMNoWildcards(t *testing.T) {
-	both(t, func(t *testing.T, s *synthesized) {
+	each(t, func(t *testing.T, s *synthesized) {
 		for _, id := range s.raw.ofType("AWS::IAM::Role") {
 			for _, m := range asList(s.raw.Resources[id].Properties["ManagedPolicyArns"]) {
 				arn := jsonText(m)

@@ -55,6 +55,11 @@ var functionSpecs = map[string]functionSpec{
 	// Decodes a CloudWatch Logs batch and puts records on the stream with retries;
 	// batches can hold thousands of lines.
 	fnForwarder: {"aacmcp audit fallback and unauthenticated-request forwarder", 256, 60},
+	// The authorization server: a few DynamoDB calls per request, plus outbound HTTPS
+	// (client metadata documents, the upstream provider's discovery at cold start and
+	// its token endpoint at sign-in), where TLS handshakes are CPU-bound: 512 MB for
+	// the handshakes, 15 s to bound a slow upstream well inside API Gateway's 29 s.
+	fnOAuth: {"aacmcp OAuth authorization server", 512, 15},
 }
 
 // functionSet holds the deployed functions and what the rest of the stack wires to them.

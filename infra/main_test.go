@@ -33,8 +33,12 @@ type synthesized struct {
 var (
 	// plain is the stack with no context at all (every default).
 	plain *synthesized
-	// full sets every optional context key (custom domain, e-mail, origins, webhook...).
+	// full sets every optional context key (custom domain in a Route 53 zone, e-mail,
+	// origins, webhook, an external OpenID Connect provider instead of Cognito...).
 	full *synthesized
+	// essentials keeps Cognito but sets its keys: a domain prefix, the Essentials plan,
+	// and a custom domain (so the Cognito callback is on it).
+	essentials *synthesized
 	// repoQueries are the saved queries in the repository's events/queries.
 	repoQueries []savedqueries.Query
 )
@@ -50,6 +54,27 @@ var fullContext = map[string]any{
 	config.KeyAuditRetentionDays:   float64(730),
 	config.KeyGlueDatabase:         "aacmcp_audit_full",
 	config.KeyRateLimit:            "60/m",
+	config.KeyHostedZoneID:         "Z0123456789ABCDEFGHIJ",
+	config.KeyHostedZoneName:       "example.com",
+	config.KeyOIDCIssuer:           "https://login.example.com/oauth2/default",
+	config.KeyOIDCClientID:         "0oa1b2c3d4e5f6",
+	config.KeyOIDCClientSecretARN:  "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aacmcp/oidc-client-AbC123",
+	config.KeyWAFTokenRateLimit:    "120",
+	config.KeyWAFRegisterRateLimit: float64(10),
+	config.KeyOAuthAccessTTL:       "30m",
+	config.KeyJWTIssuer:            "https://idp.example.com/oauth2/aus1",
+	config.KeyJWTClients:           "claude-connector, chatgpt-connector",
+	config.KeyJWTAlgorithms:        "RS256,ES256",
+	config.KeyJWTUserClaim:         "email",
+	config.KeyJWTWorkspace:         "acme",
+}
+
+var essentialsContext = map[string]any{
+	config.KeyCognitoDomainPrefix: "acme-mcp",
+	config.KeyCognitoFeaturePlan:  config.CognitoEssentials,
+	config.KeyDomainName:          "mcp.acme.example",
+	config.KeyCertificateARN:      "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+	config.KeyGlueDatabase:        "aacmcp_audit_essentials",
 }
 
 // TestMain synthesizes both stacks once for the whole test binary: a synth costs
@@ -109,8 +134,11 @@ func synthAll(outdir string) (err error) {
 	if full, err = build("Full", fullContext); err != nil {
 		return err
 	}
+	if essentials, err = build("Essentials", essentialsContext); err != nil {
+		return err
+	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
-	for _, s := range []*synthesized{plain, full} {
+	for _, s := range []*synthesized{plain, full, essentials} {
 		s.template = assertions.Template_FromStack(s.stack, nil)
 		b, err := json.Marshal(s.template.ToJSON())
 		if err != nil {
@@ -182,7 +210,9 @@ type cfnResource struct {
 	Type       string         `json:"Type"`
 	Properties map[string]any `json:"Properties"`
 	DependsOn  any            `json:"DependsOn"`
-	Metadata   map[string]any `json:"Metadata"`
+	// DeletionPolicy is "Retain" for what `cdk destroy` must keep.
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	Metadata       map[string]any `json:"Metadata"`
 }
 
 // ofType returns the logical ids of all resources of a type, sorted.

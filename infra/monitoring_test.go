@@ -12,7 +12,7 @@ import (
 // wrote it there, reaches the alarm: the bucket sends its events to EventBridge, a
 // rule on that prefix feeds a queue, and the alarm watches the queue.
 func TestAuditErrorObjectAlarm(t *testing.T) {
-	both(t, func(t *testing.T, s *synthesized) {
+	each(t, func(t *testing.T, s *synthesized) {
 		bucket := s.raw.logicalIDWithPrefix(t, "AWS::S3::Bucket", "AuditBucket")
 		queue := s.raw.logicalIDWithPrefix(t, "AWS::SQS::Queue", "AuditErrorObjects")
 		rule := s.raw.logicalIDWithPrefix(t, "AWS::Events::Rule", "AuditErrorObjectRule")

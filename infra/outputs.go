@@ -25,15 +25,41 @@ const (
 	outWebhookSecretARN   = "AutopilotWebhookSecretArn"
 	outTokenCreateCommand = "TokenCreateCommand"
 	outDomainTarget       = "CustomDomainTarget"
+	outOAuthIssuer        = "OAuthIssuer"
+	outUpstreamIssuer     = "UpstreamIssuer"
+	outUpstreamSecretARN  = "UpstreamClientSecretArn"
+	outMemberAddCommand   = "MemberAddCommand"
+	outCognitoUserPoolID  = "CognitoUserPoolId"
+	outCognitoDomain      = "CognitoDomain"
+	outAddUserCommand     = "AddUserCommand"
+	outOAuthDiscovery     = "OAuthDiscovery"
+	outStepUpChallenge    = "StepUpChallenge"
 )
 
-func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *functionSet, a *api, an *analytics, m *monitoring) {
+// What the deployed URL does for OAuth clients (docs/decisions.md, "Challenges and
+// discovery through API Gateway"): said at deploy time, where the URL is handed out.
+const (
+	discoveryStageURL = "OAuth clients cannot discover the authorization server on this default URL: it has the " +
+		"stage in its path, so the RFC 8414 and RFC 9728 well-known URLs clients build by inserting " +
+		"/.well-known/... before that path are at the host root, outside the stage, where API Gateway answers 403. " +
+		"The MCP TypeScript SDK (and mcp-remote) finds the resource metadata from the 401 challenge, then stops " +
+		"at the authorization server metadata. Personal tokens (Authorization: Bearer aac_...) work here; for " +
+		"OAuth (claude.ai, ChatGPT) deploy with a custom domain: docs/deploy.md, \"Custom domain for OAuth clients\"."
+	discoveryCustomDomain = "Custom domain at the root: every RFC 8414 and RFC 9728 well-known URL is served."
+	stepUpChallenge       = "The 401s API Gateway answers itself carry WWW-Authenticate. The MCP function's own " +
+		"challenges (403 insufficient_scope, and 401 for a token that expired inside the 60 s authorizer cache) " +
+		"arrive as x-amzn-Remapped-WWW-Authenticate: API Gateway REST renames that header in Lambda proxy " +
+		"answers, so clients do not step up by themselves; the CloudFront front door in docs/decisions.md " +
+		"restores it and is not part of this stack yet."
+)
+
+func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *functionSet, a *api, an *analytics, m *monitoring, o *oauthStack) {
 	stack := awscdk.Stack_Of(scope)
 	out := func(id, description string, value *string) {
 		awscdk.NewCfnOutput(scope, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(description)})
 	}
 	out(outEndpointURL, "Base URL of the API (REST: GET tools, POST tools/{name})", a.baseURL)
-	out(outMCPURL, "MCP Streamable HTTP endpoint: give this URL to MCP clients", jsii.String(*a.baseURL+"mcp"))
+	out(outMCPURL, "MCP Streamable HTTP endpoint: the connector URL to add in claude.ai, ChatGPT and other MCP clients", jsii.String(*a.baseURL+"mcp"))
 	out(outTableName, "DynamoDB main table", d.main.TableName())
 	out(outTokensTableName, "DynamoDB tokens table", d.tokens.TableName())
 	out(outAuditStreamName, "Kinesis audit stream", p.stream.StreamName())
@@ -50,7 +76,29 @@ func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *fun
 			" --tokens-table "+*d.tokens.TableName()+
 			" --region "+*stack.Region()+
 			" --workspace <workspace> --user <user> --scopes "+strings.Join(auth.AllScopes, ",")))
+	backend := "--backend dynamodb --table " + *d.main.TableName() + " --tokens-table " + *d.tokens.TableName() + " --region " + *stack.Region()
+	out(outOAuthIssuer, "Issuer of the built-in OAuth authorization server (RFC 8414 metadata below it)", o.issuer)
+	out(outUpstreamIssuer, "OpenID Connect provider people sign in with", o.upstreamIssuer)
+	out(outUpstreamSecretARN, "Secrets Manager secret holding the upstream client secret", o.upstreamSecretARN)
+	// A person who signs in is matched to members by verified e-mail: without a member
+	// record carrying that e-mail they get the "member of no workspace" page.
+	out(outMemberAddCommand, "Link a person to a member (fill in <workspace>, <user>, <role>, <email>)", jsii.String(
+		"aacmcp member add "+backend+" --workspace <workspace> --user <user> --role <role> --email <email>"))
+	if c := o.cognito; c != nil {
+		out(outCognitoUserPoolID, "Cognito user pool of the people who may sign in", c.pool.UserPoolId())
+		out(outCognitoDomain, "Cognito managed-login domain (the sign-in pages)", c.domain.BaseUrl(nil))
+		// The e-mail is both the user name and the verified attribute the
+		// authorization server trusts; Cognito mails the temporary password.
+		out(outAddUserCommand, "Invite the first person (fill in <email>; Cognito e-mails a temporary password)", jsii.String(
+			"aws cognito-idp admin-create-user --region "+*stack.Region()+" --user-pool-id "+*c.pool.UserPoolId()+
+				" --username <email> --user-attributes Name=email,Value=<email> Name=email_verified,Value=true"+
+				" --desired-delivery-mediums EMAIL"))
+	}
 	if dn := a.rest.DomainName(); dn != nil {
 		out(outDomainTarget, "Point the custom domain's DNS (CNAME or alias) at this name", dn.DomainNameAliasDomainName())
+		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryCustomDomain))
+	} else {
+		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryStageURL))
 	}
+	out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpChallenge))
 }

@@ -25,7 +25,8 @@ type StackProps struct {
 }
 
 // NewStack defines the whole aacmcp deployment in one stack: the API and its functions,
-// the tables, the audit pipeline, Athena, and monitoring. One stack because every part
+// the tables, the OAuth authorization server and its sign-in, the audit pipeline, Athena,
+// and monitoring. One stack because every part
 // refers to the others and none is deployed on its own.
 func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscdk.Stack, err error) {
 	// CDK reports invalid input (a bad context value, a clashing name) by throwing,
@@ -51,11 +52,13 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 		return nil, err
 	}
 	a := newAPI(stack, cfg, fns)
+	o := newOAuth(stack, cfg, d, p, fns, a)
+	newExternalJWT(cfg, d, fns, o)
 	newForwarding(stack, fns, a)
 	newWAFLogging(stack, cfg, a, fns)
-	newDigestKey(stack, fns)
+	newHMACKey(stack, fns)
 	an := newAnalytics(stack, cfg, p, props.Queries)
 	m := newMonitoring(stack, cfg, d, p, fns, a)
-	newOutputs(stack, d, p, fns, a, an, m)
+	newOutputs(stack, d, p, fns, a, an, m, o)
 	return stack, nil
 }

@@ -19,9 +19,10 @@ import (
 	"github.com/aacworkflow/aacmcp/infra/tables"
 )
 
-func both(t *testing.T, f func(t *testing.T, s *synthesized)) {
+// each runs f on every synthesized stack, the Cognito variants included.
+func each(t *testing.T, f func(t *testing.T, s *synthesized)) {
 	t.Helper()
-	for name, s := range map[string]*synthesized{"plain": plain, "full": full} {
+	for name, s := range map[string]*synthesized{"plain": plain, "full": full, "essentials": essentials} {
 		t.Run(name, func(t *testing.T) { f(t, s) })
 	}
 }
@@ -41,7 +42,7 @@ func TestFunctionsFolderMatchesStack(t *testing.T) {
 }
 
 func TestLambdaFunctions(t *testing.T) {
-	both(t, func(t *testing.T, s *synthesized) {
+	each(t, func(t *testing.T, s *synthesized) {
 		ids := s.raw.ofType("AWS::Lambda::Function")
 		if len(ids) != len(wiredFunctions) {
 			t.Fatalf("want %d functions, got %v", len(wiredFunctions), ids)
@@ -98,12 +99,22 @@ func TestFunctionEnvironmentFromContext(t *testing.T) {
 		{plain, envAuthFailLimit, "20/m"},
 		{full, envAutopilotWebhook, "https://runner.example.com/hooks/aacmcp"},
 		{full, envAllowedOrigins, "https://app.example.com,https://admin.example.com"},
-		{full, envAuthorizationServers, "https://auth.example.com"},
+		// The built-in authorization server first, then the configured ones.
+		{plain, envAuthorizationServers, nil},
+		{full, envAuthorizationServers, "https://mcp.example.com,https://auth.example.com"},
+		{full, envPublicURL, "https://mcp.example.com"},
 		{full, envRateLimit, "60/m"},
 	}
 	for _, tt := range tests {
 		id := tt.s.raw.logicalIDWithPrefix(t, "AWS::Lambda::Function", functionID(fnMCP))
 		env := path(tt.s.raw.Resources[id].Properties, "Environment", "Variables").(map[string]any)
+		if tt.s == plain && tt.key == envAuthorizationServers {
+			// On the stage URL the issuer is built from the API's id: a token.
+			if got := jsonText(env[tt.key]); got != jsonText(path(plain.raw.Resources[id].Properties, "Environment", "Variables", envPublicURL)) {
+				t.Errorf("plain %s = %s, want the public URL alone", tt.key, got)
+			}
+			continue
+		}
 		if got := env[tt.key]; got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.key, got, tt.want)
 		}
@@ -166,7 +177,7 @@ func TestTablesMatchSharedSpec(t *testing.T) {
 }
 
 func TestRoutesAndAuthorization(t *testing.T) {
-	both(t, func(t *testing.T, s *synthesized) {
+	each(t, func(t *testing.T, s *synthesized) {
 		// Rebuild each method's full path from the Resource parent chain.
 		pathOf := func(resourceRef any) string {
 			var parts []string
@@ -189,7 +200,7 @@ func TestRoutesAndAuthorization(t *testing.T) {
 			}
 		}
 		want := map[string]string{}
-		for _, r := range routes {
+		for _, r := range append(slices.Clone(routes), oauthRoutes...) {
 			auth := "NONE"
 			if r.authed {
 				auth = "CUSTOM"
@@ -207,7 +218,8 @@ func TestRoutesAndAuthorization(t *testing.T) {
 				t.Errorf("%s must require the authorizer", r)
 			}
 		}
-		for _, r := range []string{"GET /healthz", "GET /.well-known/oauth-protected-resource", "GET /.well-known/oauth-protected-resource/mcp"} {
+		for _, r := range []string{"GET /healthz", "GET /.well-known/oauth-protected-resource", "GET /.well-known/oauth-protected-resource/mcp",
+			"ANY /oauth/{proxy+}", "GET /.well-known/oauth-authorization-server", "GET /.well-known/openid-configuration"} {
 			if want[r] != "NONE" {
 				t.Errorf("%s must be public: a client reads it before it has a token", r)
 			}
@@ -241,9 +253,11 @@ func TestGatewayResponses(t *testing.T) {
 		code       string
 		authHeader string // substring of WWW-Authenticate, "" for none
 	}{
-		{plain, "UNAUTHORIZED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource\"'`},
-		{plain, "ACCESS_DENIED", "401", "invalid_token", `resource_metadata=\"https://`},
-		{full, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource\"'`},
+		// No error code: UNAUTHORIZED is also the answer to a request without a token.
+		{plain, "UNAUTHORIZED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\"'`},
+		{plain, "ACCESS_DENIED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
+		{full, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"'`},
+		{full, "ACCESS_DENIED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
 		{plain, "THROTTLED", "429", "rate_limited", ""},
 		{plain, "MISSING_AUTHENTICATION_TOKEN", "404", "not_found", ""},
 		{plain, "DEFAULT_5XX", "", "internal_error", ""},
@@ -500,6 +514,7 @@ func TestForwarding(t *testing.T) {
 	want := map[string]string{ // log group logical id prefix -> pattern
 		functionID(fnMCP) + "Logs":        fallbackFilterPattern,
 		functionID(fnAuthorizer) + "Logs": fallbackFilterPattern,
+		functionID(fnOAuth) + "Logs":      fallbackFilterPattern,
 		"ApiAccessLogs":                   unauthenticatedFilterPattern,
 		"WafLogs":                         wafBlockedFilterPattern,
 	}
@@ -579,6 +594,29 @@ func TestAlarms(t *testing.T) {
 	}
 }
 
+// TestOAuthOutputs: cdk deploy says what the URL it hands out does for OAuth
+// discovery and challenges.
+func TestOAuthOutputs(t *testing.T) {
+	for _, tt := range []struct {
+		s    *synthesized
+		name string
+		want []string
+	}{
+		{plain, "plain", []string{"cannot discover", "outside the stage", "403", "custom domain", "docs/deploy.md"}},
+		{full, "custom domain", []string{"Custom domain at the root"}},
+	} {
+		got := jsonText(tt.s.raw.Outputs[outOAuthDiscovery].Value)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %s = %s, want it to say %q", tt.name, outOAuthDiscovery, got, w)
+			}
+		}
+		if ch := jsonText(tt.s.raw.Outputs[outStepUpChallenge].Value); !strings.Contains(ch, "x-amzn-Remapped-WWW-Authenticate") {
+			t.Errorf("%s: %s = %s", tt.name, outStepUpChallenge, ch)
+		}
+	}
+}
+
 func TestOutputs(t *testing.T) {
 	for _, o := range []string{outEndpointURL, outMCPURL, outTableName, outTokensTableName, outAuditStreamName,
 		outAuditBucketName, outAthenaWorkGroup, outGlueDatabase, outAuditTable, outTokenCreateCommand} {
@@ -603,7 +641,7 @@ func TestOutputs(t *testing.T) {
 
 // TestNagAwsSolutions: every AwsSolutions error is fixed or suppressed with a reason.
 func TestNagAwsSolutions(t *testing.T) {
-	both(t, func(t *testing.T, s *synthesized) {
+	each(t, func(t *testing.T, s *synthesized) {
 		for _, e := range s.nagErrors {
 			t.Error(e)
 		}

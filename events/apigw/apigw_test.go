@@ -55,8 +55,8 @@ func TestSampleEvents(t *testing.T) {
 	capture := &lambdatest.Capture{Next: env.Sink()}
 	var emf bytes.Buffer
 	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{
-		// A fixed digest key keeps args_hmac identical on every run.
-		DigestKey: []byte("apigw-golden-digest-key-32-bytes"),
+		// A fixed HMAC key keeps args_hmac identical on every run.
+		HMACKey: []byte("apigw-golden-digest-key-32-bytes"),
 		DB:        env.DB,
 		Audit:     capture,
 		Stdout:    &emf,

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Context keys. Each is documented in docs/deploy.md.
@@ -35,6 +36,25 @@ const (
 	KeyCertificateARN       = "certificateArn"
 	KeyGlueDatabase         = "glueDatabase"
 	KeyDenialAlarmThreshold = "denialAlarmThreshold"
+	KeyHostedZoneID         = "hostedZoneId"
+	KeyHostedZoneName       = "hostedZoneName"
+	KeyOIDCIssuer           = "oidcIssuer"
+	KeyOIDCClientID         = "oidcClientId"
+	KeyOIDCClientSecretARN  = "oidcClientSecretArn"
+	KeyCognitoDomainPrefix  = "cognitoDomainPrefix"
+	KeyCognitoFeaturePlan   = "cognitoFeaturePlan"
+	KeyWAFTokenRateLimit    = "wafOAuthTokenRateLimit"
+	KeyWAFRegisterRateLimit = "wafOAuthRegisterRateLimit"
+	KeyOAuthAccessTTL       = "oauthAccessTtl"
+	KeyJWTIssuer            = "jwtIssuer"
+	KeyJWTAudience          = "jwtAudience"
+	KeyJWTClients           = "jwtClients"
+	KeyJWTJWKSURL           = "jwtJwksUrl"
+	KeyJWTAlgorithms        = "jwtAlgorithms"
+	KeyJWTUserClaim         = "jwtUserClaim"
+	KeyJWTWorkspace         = "jwtWorkspace"
+	KeyJWTWorkspaceClaim    = "jwtWorkspaceClaim"
+	KeyJWTRequireATJWT      = "jwtRequireAtJwt"
 )
 
 // Keys lists every context key the app reads.
@@ -43,7 +63,11 @@ var Keys = []string{
 	KeyAuthorizationServers, KeyLogLevel, KeyAlarmEmail, KeyAuditRetentionDays,
 	KeyLogRetentionDays, KeyAPIRateLimit, KeyAPIBurstLimit, KeyWAFRateLimit, KeyMaxBodyBytes,
 	KeyAthenaScanCutoff, KeyDomainName, KeyCertificateARN, KeyGlueDatabase,
-	KeyDenialAlarmThreshold,
+	KeyDenialAlarmThreshold, KeyHostedZoneID, KeyHostedZoneName, KeyOIDCIssuer, KeyOIDCClientID,
+	KeyOIDCClientSecretARN, KeyCognitoDomainPrefix, KeyCognitoFeaturePlan, KeyWAFTokenRateLimit,
+	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL, KeyJWTIssuer, KeyJWTAudience, KeyJWTClients,
+	KeyJWTJWKSURL, KeyJWTAlgorithms, KeyJWTUserClaim, KeyJWTWorkspace, KeyJWTWorkspaceClaim,
+	KeyJWTRequireATJWT,
 }
 
 // Config is the validated deployment configuration.
@@ -80,7 +104,55 @@ type Config struct {
 	GlueDatabase string
 	// DenialAlarmThreshold is the number of denied calls in 5 minutes that alarms.
 	DenialAlarmThreshold int
+	// HostedZoneID and HostedZoneName, both or neither and only with DomainName, make
+	// the stack create the DNS alias of the custom domain in that Route 53 zone.
+	HostedZoneID   string
+	HostedZoneName string
+	// OIDCIssuer, OIDCClientID and OIDCClientSecretARN, all or none, replace the
+	// stack's Cognito user pool with an external OpenID Connect provider.
+	OIDCIssuer          string
+	OIDCClientID        string
+	OIDCClientSecretARN string
+	// CognitoDomainPrefix is the managed-login domain prefix; empty derives one from
+	// the stack. CognitoFeaturePlan is the user pool's plan (CognitoPlus or
+	// CognitoEssentials). Both only apply to the stack's own pool.
+	CognitoDomainPrefix string
+	CognitoFeaturePlan  string
+	// WAFTokenRateLimit and WAFRegisterRateLimit are per-IP request limits per
+	// 5-minute window on the token (and revocation) and registration endpoints.
+	WAFTokenRateLimit    int
+	WAFRegisterRateLimit int
+	// OAuthAccessTTL is the access-token lifetime of the authorization server; 0 keeps
+	// the server's default.
+	OAuthAccessTTL time.Duration
+	// JWT is an external authorization server whose JWT access tokens the token
+	// authorizer accepts beside the built-in server's (shared/auth/jwtaccess); its
+	// Issuer "" means none.
+	JWT JWTConfig
 }
+
+// JWTConfig is the external JWT issuer's configuration, passed to the authorizer as
+// its AACMCP_JWT_* environment.
+type JWTConfig struct {
+	Issuer         string
+	Audiences      []string
+	Clients        []string
+	JWKSURL        string
+	Algorithms     []string
+	UserClaim      string
+	Workspace      string
+	WorkspaceClaim string
+	RequireATJWT   bool
+}
+
+// ExternalIssuer reports whether an external OpenID Connect provider replaces Cognito.
+func (c Config) ExternalIssuer() bool { return c.OIDCIssuer != "" }
+
+// Cognito feature plans the stack offers (CloudFormation's UserPoolTier values).
+const (
+	CognitoPlus       = "plus"
+	CognitoEssentials = "essentials"
+)
 
 // Limits that the AWS services impose.
 const (
@@ -88,8 +160,13 @@ const (
 	// with the web ACL's request body association set to KB_64); a larger limit could
 	// not be enforced by WAF at all.
 	MaxWAFBodyInspection = 65536
-	minWAFRateLimit      = 10
-	minAthenaScanCutoff  = 10 * 1024 * 1024
+	// minWAFRateLimit is the lowest limit a rate-based rule accepts (AWS WAF developer
+	// guide, "Rate-based rule high-level settings").
+	minWAFRateLimit = 10
+	// MaxOAuthAccessTTL is shared/oauth's MaxAccessTokenTTL (a test keeps them equal):
+	// the function would refuse a longer lifetime at cold start.
+	MaxOAuthAccessTTL   = 24 * time.Hour
+	minAthenaScanCutoff = 10 * 1024 * 1024
 	// ArchiveAfterDays is when audit objects move to the archive class; S3 requires
 	// expiry to come later than a transition.
 	ArchiveAfterDays = 90
@@ -110,6 +187,9 @@ func Defaults() Config {
 		AthenaScanCutoff:     10 * 1024 * 1024 * 1024,
 		GlueDatabase:         "aacmcp_audit",
 		DenialAlarmThreshold: 50,
+		CognitoFeaturePlan:   CognitoPlus,
+		WAFTokenRateLimit:    300,
+		WAFRegisterRateLimit: 20,
 	}
 }
 
@@ -122,7 +202,24 @@ var (
 	domainRE   = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
 	certARNRE  = regexp.MustCompile(`^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$`)
 	logLevels  = []string{"debug", "info", "warn", "error"}
+	zoneIDRE   = regexp.MustCompile(`^Z[A-Z0-9]{1,31}$`)
+	// A secret's full ARN ends in "-" and six random characters; IAM matches exactly
+	// the ARN it is given, so a partial ARN (the name only) would grant nothing.
+	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$`)
+	// Cognito domain prefixes: lower-case letters, digits and inner hyphens, at most 63.
+	domainPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	clientIDRE     = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+	cognitoPlans   = []string{CognitoPlus, CognitoEssentials}
+	// jwtAlgorithms are the ones shared/auth/jwtaccess lets a configuration name:
+	// asymmetric only, so no HMAC with a public key and never "none".
+	jwtAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+	claimRE       = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+	// Workspace ids are key parts of the DynamoDB store: no "#", at most 512 bytes.
+	workspaceRE = regexp.MustCompile(`^[^#\s]{1,512}$`)
 )
+
+// ReservedInDomainPrefix are words Cognito refuses anywhere in a domain prefix.
+var ReservedInDomainPrefix = []string{"aws", "amazon", "cognito"}
 
 // ErrInvalid wraps every validation failure.
 var ErrInvalid = errors.New("invalid context value")
@@ -194,6 +291,48 @@ func Load(lookup func(key string) any) (Config, error) {
 	str(KeyCertificateARN, &c.CertificateARN)
 	str(KeyGlueDatabase, &c.GlueDatabase)
 	num(KeyDenialAlarmThreshold, &c.DenialAlarmThreshold, 1, 1_000_000)
+	str(KeyHostedZoneID, &c.HostedZoneID)
+	str(KeyHostedZoneName, &c.HostedZoneName)
+	c.HostedZoneName = strings.TrimSuffix(c.HostedZoneName, ".")
+	str(KeyOIDCIssuer, &c.OIDCIssuer)
+	str(KeyOIDCClientID, &c.OIDCClientID)
+	str(KeyOIDCClientSecretARN, &c.OIDCClientSecretARN)
+	var prefix, plan string
+	str(KeyCognitoDomainPrefix, &prefix)
+	str(KeyCognitoFeaturePlan, &plan)
+	c.CognitoDomainPrefix = prefix
+	if plan != "" {
+		c.CognitoFeaturePlan = plan
+	}
+	str(KeyJWTIssuer, &c.JWT.Issuer)
+	list(KeyJWTAudience, &c.JWT.Audiences)
+	list(KeyJWTClients, &c.JWT.Clients)
+	str(KeyJWTJWKSURL, &c.JWT.JWKSURL)
+	list(KeyJWTAlgorithms, &c.JWT.Algorithms)
+	str(KeyJWTUserClaim, &c.JWT.UserClaim)
+	str(KeyJWTWorkspace, &c.JWT.Workspace)
+	str(KeyJWTWorkspaceClaim, &c.JWT.WorkspaceClaim)
+	var requireAT string
+	str(KeyJWTRequireATJWT, &requireAT)
+	if requireAT != "" {
+		b, err := strconv.ParseBool(requireAT)
+		if err != nil {
+			bad(KeyJWTRequireATJWT, fmt.Sprintf("%q is not true or false", requireAT))
+		}
+		c.JWT.RequireATJWT = b
+	}
+	num(KeyWAFTokenRateLimit, &c.WAFTokenRateLimit, minWAFRateLimit, 2_000_000_000)
+	num(KeyWAFRegisterRateLimit, &c.WAFRegisterRateLimit, minWAFRateLimit, 2_000_000_000)
+	var ttl string
+	str(KeyOAuthAccessTTL, &ttl)
+	if ttl != "" {
+		d, err := time.ParseDuration(ttl)
+		if err != nil || d < time.Minute || d > MaxOAuthAccessTTL {
+			bad(KeyOAuthAccessTTL, fmt.Sprintf("%q is not a duration between 1m and %s", ttl, MaxOAuthAccessTTL))
+		} else {
+			c.OAuthAccessTTL = d
+		}
+	}
 
 	if c.AutopilotWebhookURL != "" && !isHTTPSURL(c.AutopilotWebhookURL) {
 		bad(KeyAutopilotWebhookURL, "must be an https:// URL")
@@ -241,6 +380,98 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	if c.CertificateARN != "" && !certARNRE.MatchString(c.CertificateARN) {
 		bad(KeyCertificateARN, "is not an ACM certificate ARN")
+	}
+	if (c.HostedZoneID == "") != (c.HostedZoneName == "") {
+		bad(KeyHostedZoneID, "hostedZoneId and hostedZoneName go together")
+	}
+	if c.HostedZoneID != "" {
+		if c.DomainName == "" {
+			bad(KeyHostedZoneID, "a hosted zone is only used for domainName's DNS record: set domainName too")
+		}
+		if !zoneIDRE.MatchString(c.HostedZoneID) {
+			bad(KeyHostedZoneID, fmt.Sprintf("%q is not a Route 53 hosted zone id (Z...)", c.HostedZoneID))
+		}
+		if !domainRE.MatchString(c.HostedZoneName) {
+			bad(KeyHostedZoneName, fmt.Sprintf("%q is not a lower-case DNS name", c.HostedZoneName))
+		} else if c.DomainName != "" && c.DomainName != c.HostedZoneName && !strings.HasSuffix(c.DomainName, "."+c.HostedZoneName) {
+			bad(KeyHostedZoneName, fmt.Sprintf("domainName %q is not in the zone %q", c.DomainName, c.HostedZoneName))
+		}
+	}
+	oidcSet := 0
+	for _, v := range []string{c.OIDCIssuer, c.OIDCClientID, c.OIDCClientSecretARN} {
+		if v != "" {
+			oidcSet++
+		}
+	}
+	if oidcSet != 0 && oidcSet != 3 {
+		bad(KeyOIDCIssuer, "oidcIssuer, oidcClientId and oidcClientSecretArn go together")
+	}
+	if c.OIDCIssuer != "" {
+		if u, err := url.Parse(c.OIDCIssuer); err != nil || !isHTTPSURL(c.OIDCIssuer) || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(c.OIDCIssuer, "/.well-known/openid-configuration") {
+			bad(KeyOIDCIssuer, "must be the issuer's https:// URL exactly as its discovery document names it, without query or fragment")
+		}
+	}
+	if c.OIDCClientID != "" && !clientIDRE.MatchString(c.OIDCClientID) {
+		bad(KeyOIDCClientID, "must be printable ASCII without spaces")
+	}
+	if c.OIDCClientSecretARN != "" && !secretARNRE.MatchString(c.OIDCClientSecretARN) {
+		bad(KeyOIDCClientSecretARN, "must be the secret's full ARN (aws secretsmanager describe-secret --query ARN), ending in -XXXXXX")
+	}
+	if c.ExternalIssuer() && (prefix != "" || plan != "") {
+		bad(KeyCognitoDomainPrefix, "cognitoDomainPrefix and cognitoFeaturePlan configure the stack's Cognito user pool, which oidcIssuer replaces")
+	}
+	if prefix != "" {
+		if !domainPrefixRE.MatchString(prefix) {
+			bad(KeyCognitoDomainPrefix, fmt.Sprintf("%q is not lower-case letters, digits and hyphens (at most 63)", prefix))
+		}
+		for _, w := range ReservedInDomainPrefix {
+			if strings.Contains(prefix, w) {
+				bad(KeyCognitoDomainPrefix, fmt.Sprintf("Cognito refuses prefixes containing %q", w))
+			}
+		}
+	}
+	if !slices.Contains(cognitoPlans, c.CognitoFeaturePlan) {
+		bad(KeyCognitoFeaturePlan, fmt.Sprintf("%q is not one of %s", c.CognitoFeaturePlan, strings.Join(cognitoPlans, ", ")))
+	}
+	j := c.JWT
+	if j.Issuer == "" {
+		if len(j.Audiences)+len(j.Clients)+len(j.Algorithms) > 0 || j.JWKSURL != "" || j.UserClaim != "" || j.Workspace != "" || j.WorkspaceClaim != "" || requireAT != "" {
+			bad(KeyJWTIssuer, "the jwt* keys configure an external issuer: set jwtIssuer too")
+		}
+	} else {
+		if u, err := url.Parse(j.Issuer); err != nil || !isHTTPSURL(j.Issuer) || u.RawQuery != "" || u.Fragment != "" {
+			bad(KeyJWTIssuer, "must be the issuer's https:// URL exactly as its tokens' iss names it, without query or fragment")
+		}
+		for _, a := range j.Audiences {
+			if !isHTTPSURL(a) && !clientIDRE.MatchString(a) {
+				bad(KeyJWTAudience, fmt.Sprintf("%q is neither an https:// URL nor a plain identifier", a))
+			}
+		}
+		for _, id := range j.Clients {
+			if !clientIDRE.MatchString(id) {
+				bad(KeyJWTClients, fmt.Sprintf("%q is not printable ASCII without spaces", id))
+			}
+		}
+		if j.JWKSURL != "" && !isHTTPSURL(j.JWKSURL) {
+			bad(KeyJWTJWKSURL, "must be an https:// URL")
+		}
+		for _, a := range j.Algorithms {
+			if !slices.Contains(jwtAlgorithms, a) {
+				bad(KeyJWTAlgorithms, fmt.Sprintf("%q is not one of %s (asymmetric only)", a, strings.Join(jwtAlgorithms, ", ")))
+			}
+		}
+		if j.UserClaim != "" && !claimRE.MatchString(j.UserClaim) {
+			bad(KeyJWTUserClaim, fmt.Sprintf("%q is not a claim name", j.UserClaim))
+		}
+		if j.WorkspaceClaim != "" && !claimRE.MatchString(j.WorkspaceClaim) {
+			bad(KeyJWTWorkspaceClaim, fmt.Sprintf("%q is not a claim name", j.WorkspaceClaim))
+		}
+		if j.Workspace != "" && !workspaceRE.MatchString(j.Workspace) {
+			bad(KeyJWTWorkspace, fmt.Sprintf("%q is not a workspace id", j.Workspace))
+		}
+		if j.Workspace != "" && j.WorkspaceClaim != "" {
+			bad(KeyJWTWorkspace, "jwtWorkspace pins one workspace and jwtWorkspaceClaim reads it from the token: set one")
+		}
 	}
 	if !glueNameRE.MatchString(c.GlueDatabase) {
 		bad(KeyGlueDatabase, "must be lower-case letters, digits and underscores, starting with a letter")

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func load(ctx map[string]any) (Config, error) {
@@ -43,6 +44,14 @@ func TestOverrides(t *testing.T) {
 		KeyCertificateARN:       "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 		KeyGlueDatabase:         "audit_prod",
 		KeyDenialAlarmThreshold: "5",
+		KeyHostedZoneID:         "Z0123456789ABCDEFGHIJ",
+		KeyHostedZoneName:       "example.com.",
+		KeyOIDCIssuer:           "https://login.example.com/oauth2/default",
+		KeyOIDCClientID:         "0oa1b2c3d4",
+		KeyOIDCClientSecretARN:  "arn:aws:secretsmanager:us-east-1:123456789012:secret:aacmcp/oidc-AbC123",
+		KeyWAFTokenRateLimit:    "100",
+		KeyWAFRegisterRateLimit: float64(10),
+		KeyOAuthAccessTTL:       "30m",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +64,105 @@ func TestOverrides(t *testing.T) {
 		APIRateLimit: 20, APIBurstLimit: 20, WAFRateLimit: 500, MaxBodyBytes: 1024, AthenaScanCutoff: 104857600,
 		DomainName: "mcp.example.com", CertificateARN: "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 		GlueDatabase: "audit_prod", DenialAlarmThreshold: 5,
+		HostedZoneID: "Z0123456789ABCDEFGHIJ", HostedZoneName: "example.com",
+		OIDCIssuer: "https://login.example.com/oauth2/default", OIDCClientID: "0oa1b2c3d4",
+		OIDCClientSecretARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:aacmcp/oidc-AbC123",
+		CognitoFeaturePlan:  CognitoPlus, WAFTokenRateLimit: 100, WAFRegisterRateLimit: 10,
+		OAuthAccessTTL: 30 * time.Minute,
 	}
 	if !equal(c, want) {
 		t.Errorf("Load() = %+v\nwant %+v", c, want)
+	}
+	if !c.ExternalIssuer() {
+		t.Error("ExternalIssuer() = false with oidcIssuer set")
+	}
+}
+
+func TestCognitoDefaults(t *testing.T) {
+	c, err := load(map[string]any{KeyCognitoDomainPrefix: "acme-mcp", KeyCognitoFeaturePlan: CognitoEssentials})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExternalIssuer() || c.CognitoDomainPrefix != "acme-mcp" || c.CognitoFeaturePlan != CognitoEssentials {
+		t.Errorf("Load() = %+v", c)
+	}
+	d := Defaults()
+	if d.CognitoFeaturePlan != CognitoPlus || d.WAFTokenRateLimit < minWAFRateLimit || d.WAFRegisterRateLimit < minWAFRateLimit || d.OAuthAccessTTL != 0 {
+		t.Errorf("Defaults() = %+v", d)
+	}
+}
+
+// TestRejectsCombinations: keys that are valid alone but not together.
+func TestRejectsCombinations(t *testing.T) {
+	oidc := map[string]any{
+		KeyOIDCIssuer:          "https://login.example.com",
+		KeyOIDCClientID:        "client",
+		KeyOIDCClientSecretARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:oidc-AbC123",
+	}
+	with := func(base map[string]any, kv ...any) map[string]any {
+		m := map[string]any{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(m, kv[i].(string))
+			} else {
+				m[kv[i].(string)] = kv[i+1]
+			}
+		}
+		return m
+	}
+	domain := map[string]any{
+		KeyDomainName:     "mcp.example.com",
+		KeyCertificateARN: "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+	}
+	if _, err := load(oidc); err != nil {
+		t.Fatalf("the three oidc keys together: %v", err)
+	}
+	if _, err := load(with(domain, KeyHostedZoneID, "Z123", KeyHostedZoneName, "mcp.example.com")); err != nil {
+		t.Fatalf("a zone named like the domain itself: %v", err)
+	}
+	tests := []struct {
+		name string
+		ctx  map[string]any
+		key  string
+	}{
+		{"issuer without client", with(oidc, KeyOIDCClientID, nil, KeyOIDCClientSecretARN, nil), KeyOIDCIssuer},
+		{"no secret", with(oidc, KeyOIDCClientSecretARN, nil), KeyOIDCIssuer},
+		{"http issuer", with(oidc, KeyOIDCIssuer, "http://login.example.com"), KeyOIDCIssuer},
+		{"discovery URL instead of issuer", with(oidc, KeyOIDCIssuer, "https://login.example.com/.well-known/openid-configuration"), KeyOIDCIssuer},
+		{"issuer with query", with(oidc, KeyOIDCIssuer, "https://login.example.com/?tenant=x"), KeyOIDCIssuer},
+		{"client id with space", with(oidc, KeyOIDCClientID, "my client"), KeyOIDCClientID},
+		{"partial secret ARN", with(oidc, KeyOIDCClientSecretARN, "arn:aws:secretsmanager:us-east-1:123456789012:secret:oidc"), KeyOIDCClientSecretARN},
+		{"secret name", with(oidc, KeyOIDCClientSecretARN, "aacmcp/oidc"), KeyOIDCClientSecretARN},
+		{"Cognito prefix with an external issuer", with(oidc, KeyCognitoDomainPrefix, "acme"), KeyCognitoDomainPrefix},
+		{"Cognito plan with an external issuer", with(oidc, KeyCognitoFeaturePlan, CognitoPlus), KeyCognitoDomainPrefix},
+		{"prefix with upper case", map[string]any{KeyCognitoDomainPrefix: "Acme"}, KeyCognitoDomainPrefix},
+		{"prefix with a reserved word", map[string]any{KeyCognitoDomainPrefix: "acme-cognito"}, KeyCognitoDomainPrefix},
+		{"prefix with aws", map[string]any{KeyCognitoDomainPrefix: "myaws"}, KeyCognitoDomainPrefix},
+		{"prefix ending in a hyphen", map[string]any{KeyCognitoDomainPrefix: "acme-"}, KeyCognitoDomainPrefix},
+		{"prefix too long", map[string]any{KeyCognitoDomainPrefix: strings.Repeat("a", 64)}, KeyCognitoDomainPrefix},
+		{"unknown plan", map[string]any{KeyCognitoFeaturePlan: "lite"}, KeyCognitoFeaturePlan},
+		{"zone without domain", map[string]any{KeyHostedZoneID: "Z123", KeyHostedZoneName: "example.com"}, KeyHostedZoneID},
+		{"zone id alone", with(domain, KeyHostedZoneID, "Z123"), KeyHostedZoneID},
+		{"zone name alone", with(domain, KeyHostedZoneName, "example.com"), KeyHostedZoneID},
+		{"bad zone id", with(domain, KeyHostedZoneID, "example", KeyHostedZoneName, "example.com"), KeyHostedZoneID},
+		{"domain outside the zone", with(domain, KeyHostedZoneID, "Z123", KeyHostedZoneName, "example.org"), KeyHostedZoneName},
+		{"zone suffix is not a label boundary", with(domain, KeyHostedZoneID, "Z123", KeyHostedZoneName, "ample.com"), KeyHostedZoneName},
+		{"token limit below WAF's minimum", map[string]any{KeyWAFTokenRateLimit: "9"}, KeyWAFTokenRateLimit},
+		{"register limit below WAF's minimum", map[string]any{KeyWAFRegisterRateLimit: float64(5)}, KeyWAFRegisterRateLimit},
+		{"access ttl not a duration", map[string]any{KeyOAuthAccessTTL: "1 hour"}, KeyOAuthAccessTTL},
+		{"access ttl too long", map[string]any{KeyOAuthAccessTTL: "25h"}, KeyOAuthAccessTTL},
+		{"access ttl too short", map[string]any{KeyOAuthAccessTTL: "30s"}, KeyOAuthAccessTTL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(tt.ctx)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("error = %v, want ErrInvalid naming %s", err, tt.key)
+			}
+		})
 	}
 }
 
@@ -139,6 +244,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add(KeyAuditRetentionDays, "91")
 	f.Add(KeyDomainName, "x.example.com")
 	f.Add(KeyAlarmEmail, "a@b.c")
+	f.Add(KeyCognitoDomainPrefix, "acme-mcp")
+	f.Add(KeyOAuthAccessTTL, "90m")
 	f.Fuzz(func(t *testing.T, key, val string) {
 		c, err := load(map[string]any{key: val})
 		if err != nil {
@@ -147,9 +254,63 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
+		if c.ExternalIssuer() != (c.OIDCClientID != "") || c.ExternalIssuer() != (c.OIDCClientSecretARN != "") ||
+			c.WAFTokenRateLimit < minWAFRateLimit || c.WAFRegisterRateLimit < minWAFRateLimit || c.OAuthAccessTTL > MaxOAuthAccessTTL {
+			t.Fatalf("Load(%s=%q) accepted an invalid OAuth config %+v", key, val, c)
+		}
 		if !rateRE.MatchString(c.RateLimit) || c.MaxBodyBytes > MaxWAFBodyInspection || c.MaxBodyBytes < 1 ||
 			(c.AuditRetentionDays != 0 && c.AuditRetentionDays <= ArchiveAfterDays) || c.APIBurstLimit < c.APIRateLimit {
 			t.Fatalf("Load(%s=%q) accepted an invalid config %+v", key, val, c)
 		}
 	})
+}
+
+func TestJWT(t *testing.T) {
+	c, err := load(map[string]any{
+		KeyJWTIssuer:         "https://idp.example.com/oauth2/aus1",
+		KeyJWTAudience:       "https://mcp.example.com/mcp, api://aacmcp",
+		KeyJWTClients:        "a,b",
+		KeyJWTJWKSURL:        "https://idp.example.com/keys",
+		KeyJWTAlgorithms:     "RS256, EdDSA",
+		KeyJWTUserClaim:      "preferred_username",
+		KeyJWTWorkspaceClaim: "https://aacworkflow.example/ws",
+		KeyJWTRequireATJWT:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JWTConfig{
+		Issuer: "https://idp.example.com/oauth2/aus1", Audiences: []string{"https://mcp.example.com/mcp", "api://aacmcp"},
+		Clients: []string{"a", "b"}, JWKSURL: "https://idp.example.com/keys", Algorithms: []string{"RS256", "EdDSA"},
+		UserClaim: "preferred_username", WorkspaceClaim: "https://aacworkflow.example/ws", RequireATJWT: true,
+	}
+	if !reflect.DeepEqual(c.JWT, want) {
+		t.Errorf("JWT = %+v\nwant %+v", c.JWT, want)
+	}
+	issuer := map[string]any{KeyJWTIssuer: "https://idp.example.com"}
+	with := func(k string, v any) map[string]any { return map[string]any{KeyJWTIssuer: issuer[KeyJWTIssuer], k: v} }
+	for _, tt := range []struct {
+		name string
+		ctx  map[string]any
+		key  string
+	}{
+		{"settings without an issuer", map[string]any{KeyJWTClients: "a"}, KeyJWTIssuer},
+		{"http issuer", map[string]any{KeyJWTIssuer: "http://idp.example.com"}, KeyJWTIssuer},
+		{"HMAC", with(KeyJWTAlgorithms, "RS256,HS256"), KeyJWTAlgorithms},
+		{"none", with(KeyJWTAlgorithms, "none"), KeyJWTAlgorithms},
+		{"http JWKS", with(KeyJWTJWKSURL, "http://idp.example.com/keys"), KeyJWTJWKSURL},
+		{"audience with a space", with(KeyJWTAudience, "my api"), KeyJWTAudience},
+		{"client with a space", with(KeyJWTClients, "my client"), KeyJWTClients},
+		{"claim with a space", with(KeyJWTUserClaim, "e mail"), KeyJWTUserClaim},
+		{"workspace with #", with(KeyJWTWorkspace, "a#b"), KeyJWTWorkspace},
+		{"both workspace keys", map[string]any{KeyJWTIssuer: "https://idp.example.com", KeyJWTWorkspace: "acme", KeyJWTWorkspaceClaim: "ws"}, KeyJWTWorkspace},
+		{"not a bool", with(KeyJWTRequireATJWT, "yes"), KeyJWTRequireATJWT},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(tt.ctx)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.key) {
+				t.Fatalf("error = %v, want ErrInvalid naming %s", err, tt.key)
+			}
+		})
+	}
 }

@@ -104,3 +104,7 @@ func (t TableSpec) GSI(name string) (GSISpec, bool) {
 	}
 	return GSISpec{}, false
 }
+
+// TokenIDPrefix starts the partition key of a token id's lookup item (id -> hash) in the
+// tokens table: written beside every token record, read to revoke a token by its id.
+const TokenIDPrefix = "TOKENID#"

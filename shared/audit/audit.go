@@ -8,7 +8,7 @@
 // same log. The record is delivered before the response is returned. Raw arguments
 // and idempotency keys are never recorded: only their HMAC-SHA256 under a
 // per-deployment key (they may hold personal data, and a plain hash of a short
-// argument can be recovered by guessing; see Digester).
+// argument can be recovered by guessing; see HMAC).
 package audit
 
 import "context"
@@ -21,7 +21,7 @@ import "context"
 //
 // 1.2 replaced args_sha256 (a plain SHA-256 of the canonical arguments) with
 // args_hmac, and idempotency_key (the key in clear) with idempotency_key_hmac, both
-// keyed with the deployment's digest key. Records of 1.0 and 1.1 keep their
+// keyed with the deployment's HMAC key. Records of 1.0 and 1.1 keep their
 // args_sha256 and idempotency_key (the legacy fields at the end of Record), and have
 // no HMACs: an old value cannot be keyed after the fact.
 const EventVersion = "1.2"
@@ -54,7 +54,7 @@ type Record struct {
 	Destructive    bool     `json:"destructive"`
 	ConfirmPresent bool     `json:"confirm_present"`
 	ResourceID     string   `json:"resource_id"`
-	// IdempotencyKeyHMAC is the HMAC of the caller's idempotency key (Digester), ""
+	// IdempotencyKeyHMAC is the HMAC of the caller's idempotency key (HMAC), ""
 	// when the call had none.
 	IdempotencyKeyHMAC string `json:"idempotency_key_hmac"`
 	IdempotentReplay   bool   `json:"idempotent_replay"`
@@ -65,7 +65,7 @@ type Record struct {
 	ProtocolVersion    string `json:"protocol_version"`
 	UserAgent          string `json:"user_agent"`
 	SourceIP           string `json:"source_ip"`
-	// ArgsHMAC is the HMAC of the canonical arguments (Digester).
+	// ArgsHMAC is the HMAC of the canonical arguments (HMAC).
 	ArgsHMAC   string `json:"args_hmac"`
 	DurationMS int64  `json:"duration_ms"`
 	Transport  string `json:"transport"` // mcp, rest or oauth

@@ -3,15 +3,23 @@
 // tests) drive the real authorizer and MCP function code with real HTTP clients.
 //
 // Per request it does what the deployed API does:
+//   - with Config.StageInPath, serve the API under /<stage> as the default
+//     execute-api URL does: a path outside the stage is 403 "Missing
+//     Authentication Token" (with x-amzn-ErrorType), which no gateway response
+//     of the API can change; without it, serve at the root as a custom domain with
+//     an empty base path mapping does;
 //   - match the route; an unknown route is 403 "Missing Authentication Token";
 //   - on a route that needs the authorizer, no Authorization header is a 401 with the
 //     WWW-Authenticate challenge, without calling the authorizer; its audit record
 //     is made by the forwarder's own conversion of the access-log entry, as in AWS;
 //   - otherwise the REQUEST authorizer is invoked (results cached 60 s per header),
-//     "Unauthorized" is 401, a Deny is 403, an authorizer failure 500;
+//     "Unauthorized" is 401, a Deny the stack's ACCESS_DENIED gateway response (401
+//     with error="invalid_token"), an authorizer failure 500;
 //   - an allowed request becomes a REST (v1) proxy event with the authorizer's
 //     context and stage "local", the MCP function is invoked, and its proxy response
-//     is written back.
+//     is written back with the headers API Gateway REST renames (WWW-Authenticate
+//     among them) renamed to X-Amzn-Remapped-<name>, as in AWS. FrontDoor models
+//     what infra puts in front to give clients their challenge back.
 //
 // The caller does the listening (bind 127.0.0.1): New returns an http.Handler.
 package gateway
@@ -59,6 +67,9 @@ type Config struct {
 	// Authorizer is the REQUEST authorizer function; Function the MCP function.
 	Authorizer Invoker
 	Function   Invoker
+	// OAuth is the authorization server's function (functions/oauth), behind the
+	// routes infra gives it without the authorizer; nil: those routes do not exist.
+	OAuth Invoker
 	// Audit receives the records of requests refused without reaching the
 	// authorizer (in AWS: the forwarder puts them on the stream).
 	Audit audit.Sink
@@ -66,6 +77,10 @@ type Config struct {
 	Tools forwarderfn.ToolLookup
 	// Stage and APIID appear in events and method ARNs (default "local").
 	Stage, APIID string
+	// StageInPath serves the API under /<Stage>, as the default execute-api URL
+	// does; false serves it at the root, as a custom domain whose base path mapping
+	// is empty does.
+	StageInPath bool
 	// CacheTTL is the authorizer result cache TTL: 0 means DefaultCacheTTL, negative
 	// turns caching off.
 	CacheTTL time.Duration
@@ -79,6 +94,7 @@ type route struct {
 	method   string // "" matches any method (API Gateway's ANY)
 	resource string
 	auth     bool
+	oauth    bool // served by Config.OAuth instead of Config.Function
 }
 
 // routes mirror the deployed REST API (infra). /mcp takes ANY so that GET and DELETE
@@ -90,12 +106,26 @@ var routes = []route{
 	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource", auth: false},
 	{method: http.MethodGet, resource: "/.well-known/oauth-protected-resource/mcp", auth: false},
 	{method: http.MethodGet, resource: "/healthz", auth: false},
+	// The authorization server's routes (infra/oauth.go): no authorizer, since a
+	// client registers, authorizes and redeems codes before it has a token.
+	{method: "", resource: "/oauth/{proxy+}", oauth: true},
+	{method: http.MethodGet, resource: "/.well-known/oauth-authorization-server", oauth: true},
+	{method: http.MethodGet, resource: "/.well-known/openid-configuration", oauth: true},
 }
 
-// match finds the route of a path; params holds {name}.
-func match(method, path string) (route, map[string]string, bool) {
+// match finds the route of a path; params holds {name} or {proxy}. oauth says
+// whether the authorization server's routes exist.
+func match(method, path string, oauth bool) (route, map[string]string, bool) {
 	for _, rt := range routes {
-		if rt.method != "" && rt.method != method {
+		if (rt.method != "" && rt.method != method) || (rt.oauth && !oauth) {
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(rt.resource, "{proxy+}"); ok {
+			// A greedy path variable takes one or more segments, none empty.
+			rest, ok := strings.CutPrefix(path, prefix)
+			if ok && rest != "" && !strings.HasSuffix(rest, "/") && !strings.Contains(rest, "//") {
+				return rt, map[string]string{"proxy": rest}, true
+			}
 			continue
 		}
 		if prefix, ok := strings.CutSuffix(rt.resource, "{name}"); ok {
@@ -150,7 +180,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := g.cfg.Now()
 	x := &exchange{requestID: newRequestID(), start: now}
 	ip := sourceIP(r)
-	path := r.URL.Path
+	full := r.URL.Path
 	x.entry = forwarderfn.AccessLogEntry{
 		// One id serves as both: locally no client can choose either.
 		ExtendedRequestID:   x.requestID,
@@ -160,7 +190,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		RequestTime:         strconv.FormatInt(now.UnixMilli(), 10),
 		HTTPMethod:          r.Method,
 		ResourcePath:        "-",
-		Path:                "/" + g.cfg.Stage + path,
+		Path:                full,
 		Stage:               g.cfg.Stage,
 		Protocol:            r.Proto,
 		ResponseType:        "-",
@@ -170,15 +200,22 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		AuthorizerRequestID: "-",
 		AuthorizerError:     "-",
 	}
-	status := g.serve(w, r, x, ip)
+	var status int
+	if route, ok := g.inStage(full); ok {
+		r.URL.Path, r.URL.RawPath = route, ""
+		status = g.serve(w, r, x, ip, full)
+	} else {
+		x.entry.ResponseType = "-"
+		status = outsideStage(w)
+	}
 	x.entry.Status = strconv.Itoa(status)
 	x.entry.ResponseLatency = strconv.FormatInt(g.cfg.Now().Sub(x.start).Milliseconds(), 10)
 	g.log.Info("access", "access_log", x.entry)
 }
 
 // serve handles the request and returns the status it answered with.
-func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip string) int {
-	rt, params, ok := match(r.Method, r.URL.Path)
+func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip, full string) int {
+	rt, params, ok := match(r.Method, r.URL.Path, g.cfg.OAuth != nil)
 	if !ok {
 		x.entry.ResponseType = "MISSING_AUTHENTICATION_TOKEN"
 		return writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
@@ -209,13 +246,19 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, x *exchange, ip 
 			x.entry.AuthorizerError = err.Error()
 			return writeMessage(w, http.StatusInternalServerError, "")
 		case !authz.allows(g.methodArn(r.Method, r.URL.Path)):
+			// The stack's ACCESS_DENIED gateway response (infra/api.go): a token the
+			// authorizer saw and denied is a 401 that says error="invalid_token".
 			x.entry.ResponseType = "ACCESS_DENIED"
-			return writeMessage(w, http.StatusForbidden, "User is not authorized to access this resource")
+			return g.challenge(w, r, `, error="invalid_token"`)
 		}
 	}
 
-	ev := g.proxyEvent(r, rt, params, body, x, ip, authz)
-	return g.invokeFunction(w, r.Context(), ev, x)
+	ev := g.proxyEvent(r, rt, params, body, x, ip, authz, full)
+	fn := g.cfg.Function
+	if rt.oauth {
+		fn = g.cfg.OAuth
+	}
+	return g.invokeFunction(w, r.Context(), fn, ev, x)
 }
 
 var errUnauthorized = errors.New("unauthorized")
@@ -235,11 +278,18 @@ func (g *gateway) unauthorized(w http.ResponseWriter, r *http.Request, x *exchan
 			}
 		}
 	}
+	return g.challenge(w, r, "")
+}
+
+// challenge writes the stack's UNAUTHORIZED or ACCESS_DENIED gateway response: 401
+// with a static challenge (extra is what follows the pointer). API Gateway sets
+// these headers itself, so they reach the client under their own name.
+func (g *gateway) challenge(w http.ResponseWriter, r *http.Request, extra string) int {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+`/.well-known/oauth-protected-resource/mcp"`)
+	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+g.fullPath("/.well-known/oauth-protected-resource/mcp")+`"`+extra)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	b, _ := json.Marshal(apperr.New(apperr.InvalidToken, auth.PublicMessage).Body())
@@ -266,7 +316,7 @@ func (g *gateway) authorize(ctx context.Context, header string, r *http.Request,
 		MultiValueQueryStringParameters: r.URL.Query(),
 		PathParameters:                  params,
 		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{
-			Path:         "/" + g.cfg.Stage + r.URL.Path,
+			Path:         g.fullPath(r.URL.Path),
 			AccountID:    localAccount,
 			ResourcePath: rt.resource,
 			Stage:        g.cfg.Stage,
@@ -313,7 +363,7 @@ func (g *gateway) methodArn(method, path string) string {
 }
 
 // proxyEvent builds the REST (v1) proxy event API Gateway sends the function.
-func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string, body []byte, x *exchange, ip string, authz *authorization) events.APIGatewayProxyRequest {
+func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string, body []byte, x *exchange, ip string, authz *authorization, full string) events.APIGatewayProxyRequest {
 	now := g.cfg.Now()
 	headers := r.Header.Clone()
 	headers.Set("X-Forwarded-Proto", "http")
@@ -342,9 +392,10 @@ func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string
 			Protocol:          r.Proto,
 			Identity:          events.APIGatewayRequestIdentity{SourceIP: ip, UserAgent: r.UserAgent()},
 			ResourcePath:      rt.resource,
-			// Served at the root like a custom domain without a base path, so the
-			// function derives no base path: clients use http://host/mcp.
-			Path:             r.URL.Path,
+			// The path the client used: /<stage>/mcp under StageInPath (the function
+			// derives the base path /<stage> from it), else /mcp like a custom
+			// domain without a base path.
+			Path:             full,
 			HTTPMethod:       r.Method,
 			RequestTime:      now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
 			RequestTimeEpoch: now.UnixMilli(),
@@ -369,7 +420,7 @@ func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string
 	return ev
 }
 
-func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev events.APIGatewayProxyRequest, x *exchange) int {
+func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, fn Invoker, ev events.APIGatewayProxyRequest, x *exchange) int {
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return writeMessage(w, http.StatusInternalServerError, "Internal server error")
@@ -377,7 +428,7 @@ func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev 
 	ictx, cancel := context.WithTimeout(ctx, IntegrationTimeout)
 	defer cancel()
 	start := g.cfg.Now()
-	out, err := g.cfg.Function.Invoke(ictx, payload)
+	out, err := fn.Invoke(ictx, payload)
 	x.entry.IntegrationLatency = strconv.FormatInt(g.cfg.Now().Sub(start).Milliseconds(), 10)
 	if err != nil {
 		g.log.Error("function failed", "request_id", x.requestID, "err", err)
@@ -401,20 +452,75 @@ func (g *gateway) invokeFunction(w http.ResponseWriter, ctx context.Context, ev 
 			return writeMessage(w, http.StatusBadGateway, "Internal server error")
 		}
 	}
+	h := http.Header{}
 	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
+		h.Set(k, v)
 	}
 	for k, vs := range resp.MultiValueHeaders {
-		w.Header().Del(k)
+		h.Del(k)
 		for _, v := range vs {
-			w.Header().Add(k, v)
+			h.Add(k, v)
 		}
+	}
+	remap(h)
+	for k, vs := range h {
+		w.Header()[k] = vs
 	}
 	w.Header().Set("X-Amzn-RequestId", x.requestID)
 	w.Header().Del("Content-Length")
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	return resp.StatusCode
+}
+
+// inStage returns the route path of a request path: the path itself at the root, or
+// what follows /<stage> under StageInPath.
+func (g *gateway) inStage(path string) (string, bool) {
+	if !g.cfg.StageInPath {
+		return path, true
+	}
+	rest, ok := strings.CutPrefix(path, "/"+g.cfg.Stage)
+	if !ok || rest == "" || rest[0] != '/' {
+		return "", false
+	}
+	return rest, true
+}
+
+// fullPath is the path a client uses for a route path.
+func (g *gateway) fullPath(route string) string {
+	if g.cfg.StageInPath {
+		return "/" + g.cfg.Stage + route
+	}
+	return route
+}
+
+// outsideStage is the execute-api host's answer to a path that names no stage of the
+// API (the host root, where RFC 8414 and RFC 9728 put their well-known documents
+// for a URL with a path). No stage means no deployment, so no gateway response of
+// the API applies: it is always this 403.
+func outsideStage(w http.ResponseWriter) int {
+	w.Header().Set("x-amzn-ErrorType", "MissingAuthenticationTokenException")
+	return writeMessage(w, http.StatusForbidden, "Missing Authentication Token")
+}
+
+// remappedHeaders are the response headers of a Lambda (or HTTP) proxy integration
+// that API Gateway REST does not pass on under their own name: it renames each to
+// X-Amzn-Remapped-<name>, keeping the value ("Amazon API Gateway important notes",
+// REST APIs; see docs/decisions.md). WWW-Authenticate is the one that matters
+// here: a challenge from the function reaches the client under a name no OAuth
+// client reads.
+var remappedHeaders = []string{"Authorization", "Connection", "Content-MD5", "Date", "Max-Forwards", "Server", "User-Agent", "WWW-Authenticate"}
+
+// RemappedPrefix is what API Gateway puts before a remapped header's name.
+const RemappedPrefix = "X-Amzn-Remapped-"
+
+func remap(h http.Header) {
+	for _, name := range remappedHeaders {
+		if vs := h.Values(name); len(vs) > 0 {
+			h.Del(name)
+			h[http.CanonicalHeaderKey(RemappedPrefix+name)] = vs
+		}
+	}
 }
 
 // writeMessage writes API Gateway's own {"message": ...} answers.

@@ -45,6 +45,20 @@ func (c *counting) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // start wires the real functions in process behind the gateway on 127.0.0.1.
 func start(t *testing.T) (url string, authz *counting) {
 	t.Helper()
+	return startWith(t, func(*gateway.Config) {}, func(h http.Handler) http.Handler { return h })
+}
+
+// startWith is start with the gateway's configuration adjusted and its handler
+// wrapped (by a front door).
+func startWith(t *testing.T, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
+	t.Helper()
+	return startClocked(t, nil, configure, wrap)
+}
+
+// startClocked is startWith with one clock for the gateway (its authorizer cache)
+// and both functions; nil is the real clock.
+func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
+	t.Helper()
 	ctx := context.Background()
 	if err := env.Fresh(ctx); err != nil {
 		t.Fatal(err)
@@ -55,22 +69,25 @@ func start(t *testing.T) (url string, authz *counting) {
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	sink := env.Sink()
-	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet})
+	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := authorizerfn.Build(cfg, authorizerfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet})
+	a, err := authorizerfn.Build(cfg, authorizerfn.Deps{DB: env.DB, Audit: sink, Stdout: io.Discard, Logger: quiet, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	authz = &counting{next: lambda.NewHandler(a.Handle)}
-	srv := httptest.NewServer(gateway.New(gateway.Config{
+	gc := gateway.Config{
 		Authorizer: authz,
 		Function:   lambda.NewHandler(fn.Handle),
 		Audit:      sink,
 		Tools:      catalog.New(catalog.Deps{}),
 		Logger:     quiet,
-	}))
+		Now:        now,
+	}
+	configure(&gc)
+	srv := httptest.NewServer(wrap(gateway.New(gc)))
 	t.Cleanup(srv.Close)
 	return srv.URL, authz
 }
@@ -197,12 +214,14 @@ func TestGatewayRefusals(t *testing.T) {
 		name, method, path, auth, body string
 		wantStatus                     int
 		wantChallenge                  string // "" = no WWW-Authenticate
+		wantRemapped                   string // "" = no X-Amzn-Remapped-WWW-Authenticate
 		wantMessage                    string
 		wantAuthorizerCalls            int64
 	}{
 		{name: "no header: 401 without the authorizer", method: "POST", path: "/tools/get_issue", body: `{"issue_id":"AAC-1"}`, wantStatus: 401, wantChallenge: "Bearer resource_metadata="},
 		{name: "bad token: the authorizer says Unauthorized", method: "POST", path: "/mcp", auth: "Bearer " + lambdatest.SecretRevoked, body: `{}`, wantStatus: 401, wantChallenge: "Bearer resource_metadata=", wantAuthorizerCalls: 1},
-		{name: "viewer lacks the scope", method: "POST", path: "/tools/create_issue", auth: "Bearer " + lambdatest.SecretViewer, body: `{"title":"x"}`, wantStatus: 403, wantChallenge: `Bearer error="insufficient_scope", scope="issues:write"`, wantAuthorizerCalls: 1},
+		// The function's challenge arrives renamed, as from API Gateway REST.
+		{name: "viewer lacks the scope", method: "POST", path: "/tools/create_issue", auth: "Bearer " + lambdatest.SecretViewer, body: `{"title":"x"}`, wantStatus: 403, wantRemapped: `Bearer error="insufficient_scope", scope="issues:write"`, wantAuthorizerCalls: 1},
 		{name: "unknown route", method: "GET", path: "/nope", wantStatus: 403, wantMessage: "Missing Authentication Token"},
 		{name: "health needs no token", method: "GET", path: "/healthz", wantStatus: 200},
 		{name: "metadata needs no token", method: "GET", path: "/.well-known/oauth-protected-resource/mcp", wantStatus: 200},
@@ -228,8 +247,14 @@ func TestGatewayRefusals(t *testing.T) {
 			if (tt.wantChallenge == "") != (ch == "") || !strings.HasPrefix(ch, tt.wantChallenge) {
 				t.Errorf("WWW-Authenticate = %q, want prefix %q", ch, tt.wantChallenge)
 			}
-			if ch != "" && !strings.Contains(ch, `resource_metadata="`+url+`/.well-known/oauth-protected-resource/mcp"`) {
-				t.Errorf("challenge %q lacks the metadata URL", ch)
+			rm := resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate")
+			if (tt.wantRemapped == "") != (rm == "") || !strings.HasPrefix(rm, tt.wantRemapped) {
+				t.Errorf("X-Amzn-Remapped-WWW-Authenticate = %q, want prefix %q", rm, tt.wantRemapped)
+			}
+			for _, c := range []string{ch, rm} {
+				if c != "" && !strings.Contains(c, `resource_metadata="`+url+`/.well-known/oauth-protected-resource/mcp"`) {
+					t.Errorf("challenge %q lacks the metadata URL", c)
+				}
 			}
 			if tt.wantMessage != "" && !bytes.Contains(body, []byte(tt.wantMessage)) {
 				t.Errorf("body %s lacks %q", body, tt.wantMessage)

@@ -146,11 +146,56 @@ func TestMatch(t *testing.T) {
 		{"GET", "/healthz", "/healthz", "", true},
 		{"GET", "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource/mcp", "", true},
 		{"GET", "/nope", "", "", false},
+		// The authorization server's routes; name is then the {proxy} value.
+		{"POST", "/oauth/token", "/oauth/{proxy+}", "token", true},
+		{"GET", "/oauth/grants/revoke", "/oauth/{proxy+}", "grants/revoke", true},
+		{"OPTIONS", "/oauth/register", "/oauth/{proxy+}", "register", true},
+		{"GET", "/oauth/", "", "", false},
+		{"GET", "/oauth", "", "", false},
+		{"GET", "/oauth/a//b", "", "", false},
+		{"GET", "/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server", "", true},
+		{"POST", "/.well-known/oauth-authorization-server", "", "", false},
+		{"GET", "/.well-known/openid-configuration", "/.well-known/openid-configuration", "", true},
 	}
 	for _, tt := range tests {
-		rt, params, ok := match(tt.method, tt.path)
-		if ok != tt.ok || rt.resource != tt.resource || params["name"] != tt.name {
+		rt, params, ok := match(tt.method, tt.path, true)
+		got := params["name"] + params["proxy"]
+		if ok != tt.ok || rt.resource != tt.resource || got != tt.name {
 			t.Errorf("match(%s %s) = %+v %v %v", tt.method, tt.path, rt, params, ok)
 		}
 	}
+	// Without an authorization server its routes do not exist.
+	if _, _, ok := match("POST", "/oauth/token", false); ok {
+		t.Error("/oauth/token matched with no authorization server")
+	}
+}
+
+// FuzzRouting feeds arbitrary request paths through the stage prefix and the route
+// table: a matched path lies inside the stage, a {proxy+} value has no empty
+// segment, and the route path rebuilt with the stage is the path asked for.
+func FuzzRouting(f *testing.F) {
+	for _, p := range []string{"/prod/mcp", "/prod/oauth/token", "/prod/oauth/a//b", "/prod", "/", "/production/mcp", "/prod/tools/x", "/.well-known/oauth-authorization-server/prod"} {
+		f.Add("GET", p)
+		f.Add("POST", p)
+	}
+	g := New(Config{Stage: "prod", StageInPath: true}).(*gateway)
+	f.Fuzz(func(t *testing.T, method, path string) {
+		route, ok := g.inStage(path)
+		if !ok {
+			return
+		}
+		if g.fullPath(route) != path || !strings.HasPrefix(route, "/") {
+			t.Fatalf("inStage(%q) = %q", path, route)
+		}
+		rt, params, ok := match(method, route, true)
+		if !ok {
+			return
+		}
+		if p, has := params["proxy"]; has && (p == "" || strings.Contains(p, "//") || strings.HasSuffix(p, "/") || "/oauth/"+p != route) {
+			t.Fatalf("match(%q) proxy = %q", route, p)
+		}
+		if rt.method != "" && rt.method != method {
+			t.Fatalf("match(%s %q) = %+v", method, route, rt)
+		}
+	})
 }

@@ -61,10 +61,10 @@ type Config struct {
 	Logger *slog.Logger
 	// IdempotencyTTL overrides DefaultIdempotencyTTL when positive.
 	IdempotencyTTL time.Duration
-	// Digester keys args_hmac and idempotency_key_hmac with the deployment's digest
+	// HMAC keys args_hmac and idempotency_key_hmac with the deployment's digest
 	// key. Nil: a random key for this process (tests; the authorizer, which records
 	// no arguments). A server sets it, or its digests change at every restart.
-	Digester *audit.Digester
+	HMAC *audit.HMAC
 }
 
 // Guard runs tool calls through the enforcement pipeline. It is safe for concurrent
@@ -77,7 +77,7 @@ type Guard struct {
 	now     func() time.Time
 	log     *slog.Logger
 	idemTTL time.Duration
-	digest  *audit.Digester
+	digest  *audit.HMAC
 	// schemas holds every tool's input schema, compiled on the tool's first call
 	// (or by SchemaErrors). A schema that does not compile is a catalog defect: the
 	// tool answers internal_error.
@@ -124,11 +124,11 @@ func New(cfg Config) *Guard {
 		now:     cfg.Now,
 		log:     cfg.Logger,
 		idemTTL: cfg.IdempotencyTTL,
-		digest:  cfg.Digester,
+		digest:  cfg.HMAC,
 		schemas: map[string]*toolSchema{},
 	}
 	if g.digest == nil {
-		g.digest = audit.EphemeralDigester()
+		g.digest = audit.EphemeralHMAC()
 	}
 	if g.now == nil {
 		g.now = time.Now

@@ -29,14 +29,14 @@ type env struct {
 	g    *guard.Guard
 }
 
-// testDigester keys the digests of newEnv's guard, so tests can compute them.
-var testDigester, _ = audit.NewDigester([]byte("0123456789abcdef0123456789abcdef"))
+// testHMAC keys the digests of newEnv's guard, so tests can compute them.
+var testHMAC, _ = audit.NewHMAC([]byte("0123456789abcdef0123456789abcdef"))
 
 func newEnv(t *testing.T, limiter guard.Limiter) *env {
 	t.Helper()
 	w := gt.NewWorld(t)
 	sink := &gt.MemorySink{}
-	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Limiter: limiter, Digester: testDigester})
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Limiter: limiter, HMAC: testHMAC})
 	if errs := g.SchemaErrors(); len(errs) > 0 {
 		t.Fatalf("catalog schemas do not compile: %v", errs)
 	}
@@ -372,7 +372,7 @@ func TestIdempotency(t *testing.T) {
 	if again.Err != nil || !again.Replay || string(again.JSON) != string(first.JSON) {
 		t.Fatalf("replay: err=%v replay=%v\n got %s\nwant %s", again.Err, again.Replay, again.JSON, first.JSON)
 	}
-	if !again.Record.IdempotentReplay || again.Record.IdempotencyKeyHMAC != testDigester.IdempotencyKey("k1") || again.Record.ResourceID == "" {
+	if !again.Record.IdempotentReplay || again.Record.IdempotencyKeyHMAC != testHMAC.IdempotencyKey("k1") || again.Record.ResourceID == "" {
 		t.Errorf("replay record: %+v", again.Record)
 	}
 	if first.Record.IdempotentReplay {
@@ -438,7 +438,7 @@ func TestAuditRecordFields(t *testing.T) {
 		{"read_only", r.ReadOnly, false},
 		{"destructive", r.Destructive, false},
 		{"resource_id", r.ResourceID, created.ID},
-		{"args_hmac", r.ArgsHMAC, testDigester.Args(cb)},
+		{"args_hmac", r.ArgsHMAC, testHMAC.Args(cb)},
 		{"args_hmac is keyed", r.ArgsHMAC == hex.EncodeToString(plain[:]), false},
 		{"args_sha256 (1.1 only)", r.ArgsSHA256, ""},
 		{"request_id", r.RequestID, "rid"},

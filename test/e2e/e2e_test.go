@@ -148,6 +148,17 @@ type expectation struct {
 // log to hold.
 func runScript(t *testing.T, script, mcpURL string, secrets map[string]string, env []string) []expectation {
 	t.Helper()
+	exp := runNode(t, script, mcpURL, secrets, env)
+	if len(exp) < 100 {
+		t.Fatalf("the script made only %d audited calls; it should make hundreds", len(exp))
+	}
+	return exp
+}
+
+// runNode runs a client script and returns the expectations it wrote; every check in
+// it must pass.
+func runNode(t *testing.T, script, mcpURL string, secrets map[string]string, env []string) []expectation {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not on PATH: the end-to-end tests need Node.js 20 or newer")
@@ -187,9 +198,6 @@ func runScript(t *testing.T, script, mcpURL string, secrets map[string]string, e
 	var exp []expectation
 	if err := json.Unmarshal(b, &exp); err != nil {
 		t.Fatal(err)
-	}
-	if len(exp) < 100 {
-		t.Fatalf("the script made only %d audited calls; it should make hundreds", len(exp))
 	}
 	return exp
 }

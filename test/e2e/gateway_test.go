@@ -59,7 +59,11 @@ func TestSDKClientThroughGateway(t *testing.T) {
 		"--data", data, "--audit-stream", stream, "--kinesis-endpoint-url", kin.Endpoint,
 		// The script makes hundreds of calls in seconds; the production defaults
 		// (120/m per token and tool, 20 failures/m per IP) are for people.
-		"--rate-limit", "100000/m", "--auth-fail-limit", "1000/m")...)
+		"--rate-limit", "100000/m", "--auth-fail-limit", "1000/m",
+		// The script checks the 403 challenges the function writes: through the front
+		// door, as clients of the deployed stack must get them. The bare API Gateway
+		// behaviour is TestDiscoveryThroughStagedGateway's.
+		"--front-door")...)
 
 	exp := runScript(t, "client.mjs", gw, secrets, []string{"AACMCP_E2E_SEEDED=0"})
 

@@ -296,7 +296,7 @@ type Server struct {
 var (
 	servingLine = regexp.MustCompile(`^aacmcp serving (http://127\.0\.0\.1:\d+)/mcp$`)
 	tokenLine   = regexp.MustCompile(`^  (full-scope|read-only) token: +(aac_[0-9A-Za-z]+)$`)
-	gatewayLine = regexp.MustCompile(`^aacmcp gateway serving (http://127\.0\.0\.1:\d+)/mcp`)
+	gatewayLine = regexp.MustCompile(`^aacmcp gateway serving (http://127\.0\.0\.1:\d+(?:/[A-Za-z0-9_-]+)?)/mcp`)
 )
 
 // Serve runs `aacmcp serve --addr 127.0.0.1:0 --data data extra...` and reads the

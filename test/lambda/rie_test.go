@@ -42,7 +42,7 @@ const rieModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-
 
 var (
 	env  *lambdatest.Env
-	bins struct{ rie, mcp, authorizer string }
+	bins struct{ rie, mcp, authorizer, oauth string }
 )
 
 func TestMain(m *testing.M) {
@@ -68,10 +68,12 @@ func setup(m *testing.M) (int, error) {
 	bins.rie = filepath.Join(dir, "aws-lambda-rie")
 	bins.mcp = filepath.Join(dir, "mcp", "bootstrap")
 	bins.authorizer = filepath.Join(dir, "authorizer", "bootstrap")
+	bins.oauth = filepath.Join(dir, "oauth", "bootstrap")
 	builds := []struct{ out, pkg string }{
 		{bins.rie, rieModule},
 		{bins.mcp, "./functions/mcp"},
 		{bins.authorizer, "./functions/authorizer"},
+		{bins.oauth, "./functions/oauth"},
 	}
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
@@ -307,15 +309,36 @@ func TestFunctionsUnderRIE(t *testing.T) {
 // TestMissingConfigurationFailsInit runs the bootstrap without its table: it must
 // stop during init with a log line naming the variable, not serve and fail later.
 func TestMissingConfigurationFailsInit(t *testing.T) {
-	for _, tc := range []struct{ bin, missing string }{
-		{bins.mcp, "AACMCP_TABLE"},
-		{bins.authorizer, "AACMCP_TOKENS_TABLE"},
+	closed := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	oauthEnv := []string{
+		"AACMCP_OIDC_ISSUER=https://cognito-idp.us-east-1.amazonaws.com/us-east-1_golden",
+		"AACMCP_OIDC_CLIENT_ID=golden",
+		"AACMCP_OIDC_CLIENT_SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:oidc-AbCdEf",
+		// Nothing listens here: the secret cannot be read, so init must stop.
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + closed,
+	}
+	for _, tc := range []struct {
+		bin, missing string
+		extra        []string
+		want         string // what the log line must name; "" is missing
+	}{
+		{bin: bins.mcp, missing: "AACMCP_TABLE"},
+		{bin: bins.authorizer, missing: "AACMCP_TOKENS_TABLE"},
+		{bin: bins.oauth, missing: "AACMCP_TOKENS_TABLE", extra: oauthEnv},
+		{bin: bins.oauth, missing: "AACMCP_OIDC_ISSUER", extra: oauthEnv},
+		{bin: bins.oauth, missing: "AACMCP_OIDC_CLIENT_SECRET_ARN", extra: oauthEnv},
+		// Everything set, but Secrets Manager cannot be reached: the upstream client
+		// secret comes from there only, at init.
+		{bin: bins.oauth, missing: "-", extra: oauthEnv, want: "upstream OIDC client secret"},
 	} {
 		var environ []string
-		for _, kv := range env.Environ() {
+		for _, kv := range append(env.Environ(), tc.extra...) {
 			if !strings.HasPrefix(kv, tc.missing+"=") {
 				environ = append(environ, kv)
 			}
+		}
+		if tc.want == "" {
+			tc.want = tc.missing
 		}
 		cmd := exec.Command(tc.bin)
 		cmd.Env = environ
@@ -324,8 +347,8 @@ func TestMissingConfigurationFailsInit(t *testing.T) {
 		if !ok || ee.ExitCode() == 0 {
 			t.Fatalf("%s without %s: err %v, output %s", tc.bin, tc.missing, err, out)
 		}
-		if !strings.Contains(string(out), tc.missing) || !strings.Contains(string(out), `"level":"ERROR"`) {
-			t.Errorf("init failure does not name %s in a JSON log line: %s", tc.missing, out)
+		if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), `"level":"ERROR"`) {
+			t.Errorf("%s: init failure does not name %s in a JSON log line: %s", tc.bin, tc.want, out)
 		}
 	}
 }

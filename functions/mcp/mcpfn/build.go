@@ -35,10 +35,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// DigestKey keys args_hmac and idempotency_key_hmac (FromEnv reads it from
+	// HMACKey keys args_hmac and idempotency_key_hmac (FromEnv reads it from
 	// Secrets Manager). Empty: a random key per instance, so digests are comparable
 	// within one instance only; for tests and the local gateway.
-	DigestKey []byte
+	HMACKey []byte
 }
 
 // Build wires the function from its validated configuration.
@@ -66,24 +66,24 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 	if d.Now != nil {
 		opts = append(opts, dynamo.WithClock(d.Now))
 	}
-	digester := audit.EphemeralDigester()
-	if len(d.DigestKey) > 0 {
-		if digester, err = audit.NewDigester(d.DigestKey); err != nil {
+	digester := audit.EphemeralHMAC()
+	if len(d.HMACKey) > 0 {
+		if digester, err = audit.NewHMAC(d.HMACKey); err != nil {
 			return nil, err
 		}
 	} else {
-		log.Warn("no audit digest key; args_hmac and idempotency_key_hmac are keyed per instance")
+		log.Warn("no audit HMAC key; args_hmac and idempotency_key_hmac are keyed per instance")
 	}
 	st := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	g := guard.New(guard.Config{
-		Catalog:  cat,
-		Store:    st,
-		Audit:    metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
-		Limiter:  ratelimit.New(st, cfg.RateLimit),
-		Now:      d.Now,
-		Logger:   log,
-		Digester: digester,
+		Catalog: cat,
+		Store:   st,
+		Audit:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
+		Limiter: ratelimit.New(st, cfg.RateLimit),
+		Now:     d.Now,
+		Logger:  log,
+		HMAC:    digester,
 	})
 	// The input schemas are not compiled here: each compiles on its tool's first
 	// call (guard.toolSchema), which keeps about 2 ms of metaschema validation out of

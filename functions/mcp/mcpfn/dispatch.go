@@ -2,16 +2,12 @@ package mcpfn
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 // LogDispatcher stands in for the agent runner when no webhook is configured. A
@@ -34,9 +30,7 @@ func (d LogDispatcher) Dispatch(ctx context.Context, j autopilot.Job) error {
 }
 
 // SecretsAPI is the Secrets Manager call the function makes at cold start.
-type SecretsAPI interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
+type SecretsAPI = lambdaenv.SecretsAPI
 
 // webhookHTTPTimeout bounds one delivery attempt; the webhook retries within the
 // invocation's deadline.
@@ -49,19 +43,9 @@ func NewDispatcher(ctx context.Context, sm SecretsAPI, url, secretARN string, lo
 		log.Info("no autopilot webhook configured; autopilot jobs go to the log")
 		return LogDispatcher{Logger: log}, nil
 	}
-	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretARN)})
+	secret, err := lambdaenv.ReadSecret(ctx, sm, secretARN, "autopilot webhook secret")
 	if err != nil {
-		return nil, fmt.Errorf("read the autopilot webhook secret: %w", err)
-	}
-	var secret []byte
-	switch {
-	case out.SecretString != nil:
-		secret = []byte(*out.SecretString)
-	case len(out.SecretBinary) > 0:
-		secret = out.SecretBinary
-	}
-	if len(secret) == 0 {
-		return nil, errors.New("the autopilot webhook secret is empty")
+		return nil, err
 	}
 	wh := autopilot.NewWebhook(url, secret, &http.Client{Timeout: webhookHTTPTimeout}, autopilot.WithLogger(log))
 	if err := wh.Validate(); err != nil {

@@ -26,39 +26,39 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		return nil, env.Logger, err
 	}
 	sm := secretsmanager.NewFromConfig(env.AWS)
-	key, err := DigestKey(ctx, sm, getenv(EnvDigestKeySecretARN))
+	key, err := HMACKey(ctx, sm, getenv(EnvHMACKeySecretARN))
 	if err != nil {
 		return nil, env.Logger, err
 	}
 	fn, err := Build(ctx, env.Config, Deps{
-		DB:        dynamodb.NewFromConfig(env.AWS),
-		Audit:     env.Audit,
-		Secrets:   sm,
-		Stdout:    stdout,
-		Logger:    env.Logger,
-		DigestKey: key,
+		DB:      dynamodb.NewFromConfig(env.AWS),
+		Audit:   env.Audit,
+		Secrets: sm,
+		Stdout:  stdout,
+		Logger:  env.Logger,
+		HMACKey: key,
 	})
 	return fn, env.Logger, err
 }
 
-// EnvDigestKeySecretARN names the Secrets Manager secret holding the deployment's
-// audit digest key (hex, at least 32 bytes), read once at cold start.
-const EnvDigestKeySecretARN = "AACMCP_AUDIT_DIGEST_KEY_ARN"
+// EnvHMACKeySecretARN names the Secrets Manager secret holding the deployment's
+// audit HMAC key (hex, at least 32 bytes), read once at cold start.
+const EnvHMACKeySecretARN = "AACMCP_AUDIT_HMAC_KEY_ARN"
 
-// DigestKey reads the audit digest key from Secrets Manager. The variable is
+// HMACKey reads the audit HMAC key from Secrets Manager. The variable is
 // required: without it each instance would key its digests differently, and equal
 // calls would stop looking equal in the audit log.
-func DigestKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
+func HMACKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
 	if strings.TrimSpace(arn) == "" {
-		return nil, fmt.Errorf("environment variable %s is not set (the audit digest key's secret)", EnvDigestKeySecretARN)
+		return nil, fmt.Errorf("environment variable %s is not set (the audit HMAC key's secret)", EnvHMACKeySecretARN)
 	}
 	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(strings.TrimSpace(arn))})
 	if err != nil {
-		return nil, fmt.Errorf("read the audit digest key: %w", err)
+		return nil, fmt.Errorf("read the audit HMAC key: %w", err)
 	}
-	key, err := audit.ParseDigestKey(aws.ToString(out.SecretString))
+	key, err := audit.ParseHMACKey(aws.ToString(out.SecretString))
 	if err != nil {
-		return nil, fmt.Errorf("the audit digest key secret: %w", err)
+		return nil, fmt.Errorf("the audit HMAC key secret: %w", err)
 	}
 	return key, nil
 }

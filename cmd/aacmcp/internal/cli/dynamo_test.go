@@ -258,6 +258,10 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"bad rate", []string{"gateway", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb", "--rate-limit", "lots"}, "--rate-limit"},
 		{"bad function url", []string{"gateway", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb", "--function-url", "nowhere"}, "--function-url"},
 		{"bad addr", []string{"gateway", "--addr", "x", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--addr"},
+		{"bad stage", []string{"gateway", "--stage", "pr/od", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--stage"},
+		{"issuer without client", []string{"gateway", "--oidc-issuer", "https://op.example", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--oidc-client-id"},
+		{"client without issuer", []string{"gateway", "--oidc-client-id", "c", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--oidc-issuer"},
+		{"dev off loopback", []string{"gateway", "--dev", "--addr", "0.0.0.0:0", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb", "--endpoint-url", "http://127.0.0.1:1"}, "loopback only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

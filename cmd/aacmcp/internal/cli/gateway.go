@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
 	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
+	"github.com/aacworkflow/aacmcp/functions/oauth/oauthfn"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
@@ -39,6 +41,10 @@ type gatewayFlags struct {
 	allowedOrigins     []string
 	logLevel           string
 	jwt                jwtFlags
+	stage              string
+	frontDoor          bool
+	dev                bool
+	oauth              oauthFlags
 }
 
 func newGatewayCmd(g *globals) *cobra.Command {
@@ -59,7 +65,23 @@ send the events to Lambda invoke URLs instead, such as the Runtime Interface Emu
 http://127.0.0.1:PORT/2015-03-31/functions/function/invocations.
 
 Audit records go to the Kinesis stream --audit-stream (--kinesis-endpoint-url for
-kinesalite), or, without a stream, to the audit files under --data.`,
+kinesalite), or, without a stream, to the audit files under --data.
+
+As API Gateway REST does, a WWW-Authenticate header in the function's answer
+reaches the client renamed to X-Amzn-Remapped-WWW-Authenticate: the MCP function's
+403 insufficient_scope challenge (and its 401 for a token that expired inside the
+authorizer cache) is invisible to OAuth clients. --front-door adds what the stack
+puts in front of the API to give it back (CloudFront with an origin-response
+function; docs/decisions.md). --stage prod serves the API under /prod, like the
+default execute-api URL, where paths outside the stage (the host root, with its
+RFC 8414 and RFC 9728 well-known paths) answer 403; without --stage it is served at
+the root, like a custom domain.
+
+With --dev or --oidc-issuer, the authorization server's function (functions/oauth)
+serves /oauth/* and its metadata without the authorizer, as in the stack: --dev
+offers the dev sign-in page (members of workspace demo) and accepts client metadata
+documents on loopback, on a loopback --addr only; --oidc-issuer signs people in
+upstream.`,
 		Example: `  aacmcp gateway --backend dynamodb --table aacmcp-main --tokens-table aacmcp-tokens \
     --endpoint-url http://127.0.0.1:8000 --audit-stream aacmcp-audit --kinesis-endpoint-url http://127.0.0.1:4567`,
 		Args: wrapArgs(cobra.NoArgs),
@@ -77,13 +99,28 @@ kinesalite), or, without a stream, to the audit files under --data.`,
 	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addJWTFlags(c, g, &gf.jwt)
+	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")
+	f.BoolVar(&gf.frontDoor, "front-door", false, "restore WWW-Authenticate as the stack's CloudFront front door does (default: remapped, as on the bare API Gateway URL)")
+	f.BoolVar(&gf.dev, "dev", false, "the authorization server's dev sign-in page and loopback client metadata documents (loopback --addr only)")
+	addOAuthFlags(c, g, &gf.oauth)
 	return c
 }
 
 // check validates the flags that need no I/O and returns the function configuration.
 func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
-	if _, _, err := net.SplitHostPort(gf.addr); err != nil {
+	host, _, err := net.SplitHostPort(gf.addr)
+	if err != nil {
 		return lambdaenv.Config{}, usagef("--addr %q: want host:port, such as 127.0.0.1:8081", gf.addr)
+	}
+	if ip := net.ParseIP(host); gf.dev && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		// Checked again on the listener: a name may resolve elsewhere.
+		return lambdaenv.Config{}, usagef("--dev listens on loopback only (its sign-in page lets anyone act as any member): use --addr 127.0.0.1:PORT")
+	}
+	if gf.stage != "" && !stageName.MatchString(gf.stage) {
+		return lambdaenv.Config{}, usagef("--stage %q: API Gateway stage names are letters, digits, '-' and '_', at most 128", gf.stage)
+	}
+	if err := gf.oauth.check(); err != nil {
+		return lambdaenv.Config{}, err
 	}
 	if gf.backend.kind != backendDynamoDB {
 		return lambdaenv.Config{}, usagef("gateway runs the Lambda functions, which use DynamoDB: pass --backend dynamodb --table T --tokens-table T2")
@@ -164,6 +201,30 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		auditDesc = "files under " + g.dataDir
 	}
 
+	ln, err := net.Listen("tcp", gf.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", gf.addr, err)
+	}
+	serving := false
+	defer func() {
+		if !serving {
+			_ = ln.Close()
+		}
+	}()
+	if err := devOnLoopback(gf.dev, ln); err != nil {
+		return err
+	}
+	stage, stagePath := gateway.DefaultStage, ""
+	if gf.stage != "" {
+		stage, stagePath = gf.stage, "/"+gf.stage
+	}
+	withOAuth := gf.oauth.enabled(gf.dev)
+	if withOAuth {
+		// The MCP function's resource metadata names the authorization server, as
+		// the stack's AACMCP_AUTHORIZATION_SERVERS does: the same public base URL.
+		lcfg.AuthorizationServers = append([]string{"http://" + displayAddr(ln.Addr()) + stagePath}, lcfg.AuthorizationServers...)
+	}
+
 	// The functions' CloudWatch embedded-metric lines have no reader locally.
 	metricsOut := io.Discard
 	var authorizer, function gateway.Invoker
@@ -188,25 +249,52 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		defer f.Close()
 		function = lambda.NewHandler(f.Handle)
 	}
-	handler := gateway.New(gateway.Config{
-		Authorizer: authorizer,
-		Function:   function,
-		Audit:      sink,
-		Tools:      catalog.New(catalog.Deps{}),
-		Logger:     log,
-	})
-
-	ln, err := net.Listen("tcp", gf.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", gf.addr, err)
+	var oauthFn gateway.Invoker
+	if withOAuth {
+		ocfg := oauthfn.Config{
+			Config: lcfg, OIDCIssuer: gf.oauth.issuer, OIDCClientID: gf.oauth.clientID,
+			AccessTokenTTL: gf.oauth.accessTTL, Dev: gf.dev,
+		}
+		if gf.oauth.issuer != "" {
+			if ocfg.OIDCClientSecret, err = gf.oauth.clientSecret(); err != nil {
+				return err
+			}
+		}
+		of, err := oauthfn.Build(ctx, ocfg, oauthfn.Deps{DB: ddb, Audit: sink, Logger: log.With("function", oauthfn.FunctionName)})
+		if err != nil {
+			return err
+		}
+		oauthFn = lambda.NewHandler(of.Handle)
 	}
-	base := "http://" + displayAddr(ln.Addr())
+	var handler http.Handler = gateway.New(gateway.Config{
+		Authorizer:  authorizer,
+		Function:    function,
+		OAuth:       oauthFn,
+		Audit:       sink,
+		Tools:       catalog.New(catalog.Deps{}),
+		Stage:       stage,
+		StageInPath: gf.stage != "",
+		Logger:      log,
+	})
+	if gf.frontDoor {
+		handler = gateway.FrontDoor(handler)
+	}
+
+	base := "http://" + displayAddr(ln.Addr()) + stagePath
 	w := c.OutOrStdout()
-	fmt.Fprintf(w, "aacmcp gateway serving %s/mcp (stage %s)\n", base, gateway.DefaultStage)
+	fmt.Fprintf(w, "aacmcp gateway serving %s/mcp (stage %s)\n", base, stage)
 	fmt.Fprintf(w, "  authorizer: %s (results cached %.0fs)\n", authDesc, gateway.DefaultCacheTTL.Seconds())
 	fmt.Fprintf(w, "  function:   %s\n", fnDesc)
 	fmt.Fprintf(w, "  tables:     %s, %s\n", lcfg.Table, lcfg.TokensTable)
 	fmt.Fprintf(w, "  audit:      %s\n", auditDesc)
+	if gf.frontDoor {
+		fmt.Fprintf(w, "  front door: WWW-Authenticate restored (as the stack's CloudFront origin-response function)\n")
+	} else {
+		fmt.Fprintf(w, "  challenges: the functions' WWW-Authenticate arrives as X-Amzn-Remapped-WWW-Authenticate (bare API Gateway; --front-door restores it)\n")
+	}
+	if m := oauthMode(gf.oauth, withOAuth); m != "" {
+		fmt.Fprintf(w, "  oauth:      %s\n", m)
+	}
 	fmt.Fprintf(w, "Tokens: aacmcp token create --backend dynamodb --table %s --tokens-table %s%s --workspace ID --user USER --scopes issues:read\n",
 		lcfg.Table, lcfg.TokensTable, endpointFlag(gf.backend.endpointURL))
 
@@ -218,8 +306,12 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	serving = true
 	return serveUntilDone(ctx, srv, ln, log, g.env.Ready, base)
 }
+
+// stageName is what API Gateway accepts as a stage name.
+var stageName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 func endpointFlag(u string) string {
 	if u == "" {

@@ -224,17 +224,17 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 
 	// The key of args_hmac and idempotency_key_hmac: made once per data folder
 	// (0600), so digests stay comparable across restarts and mean nothing elsewhere.
-	digestKey, err := audit.LoadOrCreateDigestKey(filepath.Join(g.dataDir, audit.DigestKeyFile))
+	hmacKey, err := audit.LoadOrCreateHMACKey(filepath.Join(g.dataDir, audit.HMACKeyFile))
 	if err != nil {
 		return err
 	}
-	digester, err := audit.NewDigester(digestKey)
+	digester, err := audit.NewHMAC(hmacKey)
 	if err != nil {
 		return err
 	}
 
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
-	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, Digester: digester}
+	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester}
 	if rate != nil {
 		gcfg.Limiter = ratelimit.New(st, *rate)
 	}

@@ -66,10 +66,10 @@ func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net
 	if !of.enabled(dev) {
 		return nil, nil
 	}
-	loopback := isLoopbackListener(ln)
-	if dev && !loopback {
-		return nil, usagef("--dev listens on loopback only (its sign-in page lets anyone act as any member): use --addr 127.0.0.1:PORT")
+	if err := devOnLoopback(dev, ln); err != nil {
+		return nil, err
 	}
+	loopback := isLoopbackListener(ln)
 	cfg := oauth.Config{
 		Store: st, Tokens: st, Sink: sink, Catalog: cat, Counter: st,
 		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: dev && loopback, Now: now}),
@@ -80,19 +80,36 @@ func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net
 		Now:            now,
 	}
 	if of.issuer != "" {
-		secret, err := os.ReadFile(of.secretFile)
+		secret, err := of.clientSecret()
 		if err != nil {
-			return nil, fmt.Errorf("--oidc-client-secret-file: %w", err)
+			return nil, err
 		}
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		up, err := upstream.New(dctx, upstream.Config{Issuer: of.issuer, ClientID: of.clientID, ClientSecret: strings.TrimSpace(string(secret))})
+		up, err := upstream.New(dctx, upstream.Config{Issuer: of.issuer, ClientID: of.clientID, ClientSecret: secret})
 		if err != nil {
 			return nil, fmt.Errorf("--oidc-issuer %s: %w", of.issuer, err)
 		}
 		cfg.Upstream = up
 	}
 	return oauth.New(cfg)
+}
+
+// clientSecret reads --oidc-client-secret-file.
+func (of *oauthFlags) clientSecret() (string, error) {
+	b, err := os.ReadFile(of.secretFile)
+	if err != nil {
+		return "", fmt.Errorf("--oidc-client-secret-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// devOnLoopback refuses --dev on a listener other people can reach.
+func devOnLoopback(dev bool, ln net.Listener) error {
+	if dev && !isLoopbackListener(ln) {
+		return usagef("--dev listens on loopback only (its sign-in page lets anyone act as any member): use --addr 127.0.0.1:PORT")
+	}
+	return nil
 }
 
 func isLoopbackListener(ln net.Listener) bool {

@@ -12,10 +12,10 @@ import (
 	"strings"
 )
 
-// MinDigestKeyBytes is the shortest digest key accepted: HMAC-SHA256's block-size
+// MinHMACKeyBytes is the shortest HMAC key accepted: HMAC-SHA256's block-size
 // security needs no more than 32 random bytes, and fewer would make the key the
 // weak point.
-const MinDigestKeyBytes = 32
+const MinHMACKeyBytes = 32
 
 // Domain-separation labels: the same bytes digested as arguments and as an
 // idempotency key give unrelated values, so neither column can be matched against
@@ -25,33 +25,33 @@ const (
 	idemLabel = "aacmcp/audit/idempotency_key_hmac/v1\x00"
 )
 
-// Digester computes the keyed digests of a record (args_hmac, idempotency_key_hmac)
-// with the deployment's digest key. Equal inputs give equal digests within one
+// HMAC computes the keyed digests of a record (args_hmac, idempotency_key_hmac)
+// with the deployment's HMAC key. Equal inputs give equal digests within one
 // deployment, so an admin can still see that two calls had the same arguments or
 // key; without the key, a digest reveals nothing about a short input that guessing
 // could recover (which a plain SHA-256 does). Safe for concurrent use.
-type Digester struct {
+type HMAC struct {
 	key []byte
 }
 
-// NewDigester returns a Digester keyed with key (at least MinDigestKeyBytes).
-func NewDigester(key []byte) (*Digester, error) {
-	if len(key) < MinDigestKeyBytes {
-		return nil, fmt.Errorf("audit: the digest key has %d bytes, want at least %d", len(key), MinDigestKeyBytes)
+// NewHMAC returns a HMAC keyed with key (at least MinHMACKeyBytes).
+func NewHMAC(key []byte) (*HMAC, error) {
+	if len(key) < MinHMACKeyBytes {
+		return nil, fmt.Errorf("audit: the HMAC key has %d bytes, want at least %d", len(key), MinHMACKeyBytes)
 	}
-	return &Digester{key: append([]byte(nil), key...)}, nil
+	return &HMAC{key: append([]byte(nil), key...)}, nil
 }
 
-// EphemeralDigester is a Digester with a random key of its own: digests are
+// EphemeralHMAC is a HMAC with a random key of its own: digests are
 // comparable only within the process. For tests, and for processes that digest
 // nothing (the authorizer writes no arguments).
-func EphemeralDigester() *Digester {
-	key := make([]byte, MinDigestKeyBytes)
+func EphemeralHMAC() *HMAC {
+	key := make([]byte, MinHMACKeyBytes)
 	_, _ = crand.Read(key) // never fails (Go 1.24 and later)
-	return &Digester{key: key}
+	return &HMAC{key: key}
 }
 
-func (d *Digester) sum(label string, b []byte) string {
+func (d *HMAC) sum(label string, b []byte) string {
 	m := hmac.New(sha256.New, d.key)
 	m.Write([]byte(label))
 	m.Write(b)
@@ -60,49 +60,49 @@ func (d *Digester) sum(label string, b []byte) string {
 }
 
 // Args is the args_hmac of canonical arguments.
-func (d *Digester) Args(canonical []byte) string { return d.sum(argsLabel, canonical) }
+func (d *HMAC) Args(canonical []byte) string { return d.sum(argsLabel, canonical) }
 
 // IdempotencyKey is the idempotency_key_hmac of a caller's key ("" for none).
-func (d *Digester) IdempotencyKey(key string) string {
+func (d *HMAC) IdempotencyKey(key string) string {
 	if key == "" {
 		return ""
 	}
 	return d.sum(idemLabel, []byte(key))
 }
 
-// DigestKeyFile is the name of the local digest key file in the data folder.
-const DigestKeyFile = "audit-digest.key"
+// HMACKeyFile is the name of the local HMAC key file in the data folder.
+const HMACKeyFile = "audit-hmac.key"
 
-// LoadOrCreateDigestKey reads the digest key from path (hex, one line), creating the
+// LoadOrCreateHMACKey reads the HMAC key from path (hex, one line), creating the
 // file with a fresh random key and mode 0600 when it does not exist. A file another
 // user could read is refused: whoever has the key can test guesses against args_hmac.
 // The file is created exclusively, so two processes starting together agree on one
 // key.
-func LoadOrCreateDigestKey(path string) ([]byte, error) {
-	key, err := readDigestKey(path)
+func LoadOrCreateHMACKey(path string) ([]byte, error) {
+	key, err := readHMACKey(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
-	fresh := make([]byte, MinDigestKeyBytes)
+	fresh := make([]byte, MinHMACKeyBytes)
 	_, _ = crand.Read(fresh)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return readDigestKey(path) // another process made it first
+		return readHMACKey(path) // another process made it first
 	}
 	if err != nil {
-		return nil, fmt.Errorf("audit: create the digest key: %w", err)
+		return nil, fmt.Errorf("audit: create the HMAC key: %w", err)
 	}
 	_, werr := f.WriteString(hex.EncodeToString(fresh) + "\n")
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("audit: write the digest key: %w", err)
+		return nil, fmt.Errorf("audit: write the HMAC key: %w", err)
 	}
 	return fresh, nil
 }
 
-func readDigestKey(path string) ([]byte, error) {
+func readHMACKey(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -112,24 +112,24 @@ func readDigestKey(path string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("audit: read the digest key: %w", err)
+		return nil, fmt.Errorf("audit: read the HMAC key: %w", err)
 	}
-	key, err := ParseDigestKey(string(b))
+	key, err := ParseHMACKey(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
 	return key, nil
 }
 
-// ParseDigestKey decodes a digest key as stored (in the file, or in Secrets
-// Manager): hex of at least MinDigestKeyBytes bytes, surrounding space ignored.
-func ParseDigestKey(s string) ([]byte, error) {
+// ParseHMACKey decodes a HMAC key as stored (in the file, or in Secrets
+// Manager): hex of at least MinHMACKeyBytes bytes, surrounding space ignored.
+func ParseHMACKey(s string) ([]byte, error) {
 	key, err := hex.DecodeString(strings.TrimSpace(s))
 	if err != nil {
-		return nil, errors.New("the digest key is not hex")
+		return nil, errors.New("the HMAC key is not hex")
 	}
-	if len(key) < MinDigestKeyBytes {
-		return nil, fmt.Errorf("the digest key has %d bytes, want at least %d", len(key), MinDigestKeyBytes)
+	if len(key) < MinHMACKeyBytes {
+		return nil, fmt.Errorf("the HMAC key has %d bytes, want at least %d", len(key), MinHMACKeyBytes)
 	}
 	return key, nil
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 )
 
-// The local digest key is made once, 0600, and read back the same on the next
+// The local HMAC key is made once, 0600, and read back the same on the next
 // start; a key file others can read, or one too short, is refused.
-func TestLoadOrCreateDigestKey(t *testing.T) {
+func TestLoadOrCreateHMACKey(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, audit.DigestKeyFile)
-	k1, err := audit.LoadOrCreateDigestKey(path)
+	path := filepath.Join(dir, audit.HMACKeyFile)
+	k1, err := audit.LoadOrCreateHMACKey(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,42 +25,42 @@ func TestLoadOrCreateDigestKey(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
 	}
-	if len(k1) < audit.MinDigestKeyBytes {
+	if len(k1) < audit.MinHMACKeyBytes {
 		t.Errorf("key of %d bytes", len(k1))
 	}
-	k2, err := audit.LoadOrCreateDigestKey(path)
+	k2, err := audit.LoadOrCreateHMACKey(path)
 	if err != nil || !bytes.Equal(k1, k2) {
 		t.Fatalf("second start: key %x, %v; want the first key", k2, err)
 	}
-	other, _ := audit.LoadOrCreateDigestKey(filepath.Join(t.TempDir(), audit.DigestKeyFile))
+	other, _ := audit.LoadOrCreateHMACKey(filepath.Join(t.TempDir(), audit.HMACKeyFile))
 	if bytes.Equal(k1, other) {
 		t.Error("two data folders got the same key")
 	}
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.LoadOrCreateDigestKey(path); err == nil {
+	if _, err := audit.LoadOrCreateHMACKey(path); err == nil {
 		t.Error("a key file readable by others was accepted")
 	}
 	short := filepath.Join(dir, "short.key")
 	if err := os.WriteFile(short, []byte("00ff\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.LoadOrCreateDigestKey(short); err == nil {
+	if _, err := audit.LoadOrCreateHMACKey(short); err == nil {
 		t.Error("a 2-byte key was accepted")
 	}
-	if _, err := audit.NewDigester(make([]byte, 16)); err == nil {
-		t.Error("NewDigester accepted a 16-byte key")
+	if _, err := audit.NewHMAC(make([]byte, 16)); err == nil {
+		t.Error("NewHMAC accepted a 16-byte key")
 	}
 }
 
 // Equal inputs digest alike under one key and differently under another, and the
 // two kinds of digest never coincide for the same bytes.
 func TestDigester(t *testing.T) {
-	a, _ := audit.NewDigester(bytes.Repeat([]byte{7}, 32))
-	b, _ := audit.NewDigester(bytes.Repeat([]byte{8}, 32))
+	a, _ := audit.NewHMAC(bytes.Repeat([]byte{7}, 32))
+	b, _ := audit.NewHMAC(bytes.Repeat([]byte{8}, 32))
 	in := []byte(`{"issue_id":"AAC-42"}`)
-	if again, _ := audit.NewDigester(bytes.Repeat([]byte{7}, 32)); a.Args(in) != again.Args(in) || a.Args(in) == b.Args(in) {
+	if again, _ := audit.NewHMAC(bytes.Repeat([]byte{7}, 32)); a.Args(in) != again.Args(in) || a.Args(in) == b.Args(in) {
 		t.Error("Args is not a keyed function of its input")
 	}
 	if a.Args(in) == a.IdempotencyKey(string(in)) {

@@ -26,12 +26,12 @@ func TestArgsAndIdempotencyKeyAreKeyedHMACs(t *testing.T) {
 	}
 	call := func(key []byte, args string) audit.Record {
 		t.Helper()
-		d, err := audit.NewDigester(key)
+		d, err := audit.NewHMAC(key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sink := &gt.MemorySink{}
-		g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Digester: d})
+		g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, HMAC: d})
 		res := g.Call(context.Background(), guard.Request{Principal: &p, Tool: "create_issue", Transport: "rest", Args: json.RawMessage(args)})
 		if res.Err != nil {
 			t.Fatalf("create_issue: %v", res.Err)

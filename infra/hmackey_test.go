@@ -7,13 +7,13 @@ import (
 	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 )
 
-// The MCP function is given the digest key's secret by ARN (never the value), and
+// The MCP function is given the HMAC key's secret by ARN (never the value), and
 // its role may read that one secret; the generated value is 64 hex characters.
-func TestAuditDigestKey(t *testing.T) {
+func TestAuditHmacKey(t *testing.T) {
 	roleOf := func(fn string) string {
 		return plain.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fn)+"Role")
 	}
-	id := plain.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "AuditDigestKey")
+	id := plain.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "AuditHmacKey")
 	gen, _ := path(plain.raw.Resources[id].Properties, "GenerateSecretString").(map[string]any)
 	if gen["PasswordLength"] != float64(64) || gen["ExcludeUppercase"] != true || gen["ExcludePunctuation"] != true ||
 		gen["ExcludeCharacters"] != "ghijklmnopqrstuvwxyz" {
@@ -21,8 +21,8 @@ func TestAuditDigestKey(t *testing.T) {
 	}
 	fn := plain.raw.Resources[plain.raw.logicalIDWithPrefix(t, "AWS::Lambda::Function", functionID(fnMCP))].Properties
 	env, _ := path(fn, "Environment", "Variables").(map[string]any)
-	if got := jsonText(env[mcpfn.EnvDigestKeySecretARN]); got != jsonText(ref(id)) {
-		t.Errorf("%s = %s, want the secret's ARN (Ref %s)", mcpfn.EnvDigestKeySecretARN, got, id)
+	if got := jsonText(env[mcpfn.EnvHMACKeySecretARN]); got != jsonText(ref(id)) {
+		t.Errorf("%s = %s, want the secret's ARN (Ref %s)", mcpfn.EnvHMACKeySecretARN, got, id)
 	}
 	found := false
 	for _, st := range statementsOf(t, plain, roleOf(fnMCP)) {
@@ -31,12 +31,12 @@ func TestAuditDigestKey(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Error("the MCP role cannot read the digest key")
+		t.Error("the MCP role cannot read the HMAC key")
 	}
 	for _, other := range []string{fnAuthorizer, fnForwarder} {
 		for _, st := range statementsOf(t, plain, roleOf(other)) {
 			if strings.Contains(strings.Join(st.Resources, " "), id) {
-				t.Errorf("%s may read the digest key", other)
+				t.Errorf("%s may read the HMAC key", other)
 			}
 		}
 	}
