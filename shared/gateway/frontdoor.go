@@ -10,8 +10,9 @@ import (
 // RestoredHeader is the one header FrontDoor gives back its name.
 const RestoredHeader = "WWW-Authenticate"
 
-// FrontDoor models the CloudFront distribution infra puts in front of the REST API
-// (docs/decisions.md, "Challenges through API Gateway"): a Lambda@Edge
+// FrontDoor models the CloudFront distribution docs/decisions.md ("Challenges and
+// discovery through API Gateway") puts in front of the REST API, which infra does not
+// build yet: a Lambda@Edge
 // origin-response function renames X-Amzn-Remapped-WWW-Authenticate back to
 // WWW-Authenticate, so the 401 and 403 challenges the MCP function writes reach
 // OAuth clients. CloudFront runs origin-response functions for error answers too
@@ -66,8 +67,8 @@ func (w *restoring) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return nil, nil, errors.New("gateway: the response writer cannot be hijacked")
 }
 
-// restore is the origin-response function's whole logic (infra's inline copy must
-// stay equal to it): move the remapped challenge back unless the origin set the
+// restore is the origin-response function's whole logic (the Lambda@Edge code, when
+// infra has it, must do exactly this): move the remapped challenge back unless the origin set the
 // real header itself.
 func restore(h http.Header) {
 	remapped := http.CanonicalHeaderKey(RemappedPrefix + RestoredHeader)

@@ -19,7 +19,7 @@
 //     context and stage "local", the MCP function is invoked, and its proxy response
 //     is written back with the headers API Gateway REST renames (WWW-Authenticate
 //     among them) renamed to X-Amzn-Remapped-<name>, as in AWS. FrontDoor models
-//     what infra puts in front to give clients their challenge back.
+//     the front door that gives clients their challenge back (docs/decisions.md).
 //
 // The caller does the listening (bind 127.0.0.1): New returns an http.Handler.
 package gateway

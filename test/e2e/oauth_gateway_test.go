@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/test/emulator"
 	"github.com/aacworkflow/aacmcp/test/harness"
 	"github.com/aacworkflow/aacmcp/test/oauth/flow"
+	"github.com/aacworkflow/aacmcp/test/oidcop"
 )
 
 var nodeSummary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
@@ -90,4 +93,57 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestUpstreamSignInThroughGateway: `aacmcp gateway --oidc-issuer ...` (the
+// authorization server function with a real OpenID provider, test/oidcop) and the
+// TypeScript SDK v2 client registering dynamically: the person signs in on the
+// provider's login page in chromium, is mapped to a member by verified e-mail,
+// consents, and the client calls a tool and refreshes once its 3 s token expired.
+func TestUpstreamSignInThroughGateway(t *testing.T) {
+	bin := harness.Binary(t)
+	ddb := emulator.StartT(t, emulator.Dynalite)
+	awsEnv := harness.AWSEnv()
+	backend := []string{"--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens", "--endpoint-url", ddb.Endpoint}
+	data := t.TempDir()
+	cli := cliRunner(t, bin, awsEnv, append(backend, "--data", data)...)
+
+	// The provider must know the callback before the gateway starts, so the port is
+	// chosen first.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	op := oidcop.Start(t, "http://"+addr+"/oauth/callback")
+
+	cli("init")
+	cli("workspace", "create", "--id", "acme", "--key", "ACME")
+	cli("member", "add", "--workspace", "acme", "--user", "alice", "--role", "admin", "--email", strings.ToUpper(op.Email))
+
+	mcpURL := startGateway(t, bin, awsEnv, append(backend, "--data", data, "--addr", addr, "--front-door",
+		"--oidc-issuer", op.Issuer, "--oidc-client-id", op.ClientID,
+		"--oidc-client-secret-file", flow.WriteSecret(t, "oidc-secret", op.ClientSecret),
+		"--oauth-access-ttl", "3s")...)
+	u, err := url.Parse(op.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// zitadel's example user store names its user test-user@<issuer host>.
+	answer := mustJSON(t, map[string]any{"login": map[string]string{"username": "test-user@" + u.Hostname(), "password": op.Password}})
+	steps := []string{"authorize-all", "expiry"}
+	out, err := flow.NodeScript(t, "tssdk.mjs", []string{
+		"AACMCP_URL=" + mcpURL,
+		"AACMCP_ANSWER=" + answer,
+		"AACMCP_STEPS=" + strings.Join(steps, ","),
+		"AACMCP_TOOLS=" + toolsJSON(t),
+		"AACMCP_SCOPES=" + mustJSON(t, auth.AllScopes),
+		"AACMCP_RESULT_FILE=" + t.TempDir() + "/result.json",
+	}, flow.NewRedirect(t), 2*time.Minute)
+	m := nodeSummary.FindSubmatch(out)
+	if err != nil || m == nil || string(m[2]) != "0" || string(m[1]) != strconv.Itoa(len(steps)) {
+		t.Fatalf("node tssdk.mjs through the gateway with an upstream provider: %v\n%s", err, out)
+	}
+	t.Logf("tssdk.mjs:\n%s", out)
 }

@@ -70,9 +70,9 @@ kinesalite), or, without a stream, to the audit files under --data.
 As API Gateway REST does, a WWW-Authenticate header in the function's answer
 reaches the client renamed to X-Amzn-Remapped-WWW-Authenticate: the MCP function's
 403 insufficient_scope challenge (and its 401 for a token that expired inside the
-authorizer cache) is invisible to OAuth clients. --front-door adds what the stack
-puts in front of the API to give it back (CloudFront with an origin-response
-function; docs/decisions.md). --stage prod serves the API under /prod, like the
+authorizer cache) is invisible to OAuth clients. --front-door adds the front door
+that gives it back (CloudFront with a Lambda@Edge origin-response function, designed
+in docs/decisions.md and not in the stack yet). --stage prod serves the API under /prod, like the
 default execute-api URL, where paths outside the stage (the host root, with its
 RFC 8414 and RFC 9728 well-known paths) answer 403; without --stage it is served at
 the root, like a custom domain.
@@ -100,7 +100,7 @@ upstream.`,
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addJWTFlags(c, g, &gf.jwt)
 	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")
-	f.BoolVar(&gf.frontDoor, "front-door", false, "restore WWW-Authenticate as the stack's CloudFront front door does (default: remapped, as on the bare API Gateway URL)")
+	f.BoolVar(&gf.frontDoor, "front-door", false, "restore WWW-Authenticate as the CloudFront front door of docs/decisions.md would (default: remapped, as on API Gateway)")
 	f.BoolVar(&gf.dev, "dev", false, "the authorization server's dev sign-in page and loopback client metadata documents (loopback --addr only)")
 	addOAuthFlags(c, g, &gf.oauth)
 	return c
@@ -288,7 +288,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	fmt.Fprintf(w, "  tables:     %s, %s\n", lcfg.Table, lcfg.TokensTable)
 	fmt.Fprintf(w, "  audit:      %s\n", auditDesc)
 	if gf.frontDoor {
-		fmt.Fprintf(w, "  front door: WWW-Authenticate restored (as the stack's CloudFront origin-response function)\n")
+		fmt.Fprintf(w, "  front door: WWW-Authenticate restored (the CloudFront origin-response function of docs/decisions.md)\n")
 	} else {
 		fmt.Fprintf(w, "  challenges: the functions' WWW-Authenticate arrives as X-Amzn-Remapped-WWW-Authenticate (bare API Gateway; --front-door restores it)\n")
 	}
