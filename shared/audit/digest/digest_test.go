@@ -2,8 +2,8 @@ package digest
 
 import (
 	"context"
-	"log/slog"
 	"encoding/base64"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"

@@ -2,8 +2,8 @@ package digest
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"slices"
 	"strings"
