@@ -31,8 +31,9 @@ type ObjectInfo struct {
 
 // Store is where the log and its digests live: a data folder or an S3 bucket.
 type Store interface {
-	// Objects lists the audit objects, in path order.
-	Objects(ctx context.Context) ([]ObjectInfo, error)
+	// Objects lists the audit objects in path order: every one, or (since not zero)
+	// those of the partitions from since's day on.
+	Objects(ctx context.Context, since time.Time) ([]ObjectInfo, error)
 	// Read returns the bytes of an object or digest; ErrNotFound when there is none.
 	Read(ctx context.Context, path string) ([]byte, error)
 	// Digests lists every path under Prefix, in name order (which is window order).
@@ -50,7 +51,11 @@ type LocalStore struct{ Dir string }
 
 func (s LocalStore) String() string { return "data folder " + s.Dir }
 
-func (s LocalStore) Objects(context.Context) ([]ObjectInfo, error) {
+func (s LocalStore) Objects(_ context.Context, since time.Time) ([]ObjectInfo, error) {
+	first := ""
+	if !since.IsZero() {
+		first = "dt=" + since.UTC().Format(time.DateOnly)
+	}
 	var out []ObjectInfo
 	root := filepath.Join(s.Dir, strings.TrimSuffix(LogPrefix, "/"))
 	days, err := os.ReadDir(root)
@@ -61,7 +66,7 @@ func (s LocalStore) Objects(context.Context) ([]ObjectInfo, error) {
 		return nil, fmt.Errorf("digest: %w", err)
 	}
 	for _, day := range days {
-		if !day.IsDir() || !strings.HasPrefix(day.Name(), "dt=") {
+		if !day.IsDir() || !strings.HasPrefix(day.Name(), "dt=") || day.Name() < first {
 			continue
 		}
 		hours, err := os.ReadDir(filepath.Join(root, day.Name()))
@@ -203,10 +208,12 @@ type S3Store struct {
 
 func (s S3Store) String() string { return "s3://" + s.Bucket + "/" + s.Prefix }
 
-func (s S3Store) list(ctx context.Context, prefix string, fn func(s3types.Object)) error {
-	p := s3.NewListObjectsV2Paginator(s.Client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + prefix),
-	})
+func (s S3Store) list(ctx context.Context, prefix, startAfter string, fn func(s3types.Object)) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + prefix)}
+	if startAfter != "" {
+		in.StartAfter = aws.String(s.Prefix + startAfter)
+	}
+	p := s3.NewListObjectsV2Paginator(s.Client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -219,9 +226,14 @@ func (s S3Store) list(ctx context.Context, prefix string, fn func(s3types.Object
 	return nil
 }
 
-func (s S3Store) Objects(ctx context.Context) ([]ObjectInfo, error) {
+func (s S3Store) Objects(ctx context.Context, since time.Time) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	err := s.list(ctx, LogPrefix, func(o s3types.Object) {
+	after := ""
+	if !since.IsZero() {
+		// Keys sort by partition: listing starts at since's day, not at the oldest.
+		after = LogPrefix + "dt=" + since.UTC().Format(time.DateOnly)
+	}
+	err := s.list(ctx, LogPrefix, after, func(o s3types.Object) {
 		out = append(out, ObjectInfo{
 			Path:    strings.TrimPrefix(aws.ToString(o.Key), s.Prefix),
 			Size:    aws.ToInt64(o.Size),
@@ -234,7 +246,7 @@ func (s S3Store) Objects(ctx context.Context) ([]ObjectInfo, error) {
 
 func (s S3Store) Digests(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.list(ctx, Prefix, func(o s3types.Object) {
+	err := s.list(ctx, Prefix, "", func(o s3types.Object) {
 		out = append(out, strings.TrimPrefix(aws.ToString(o.Key), s.Prefix))
 	})
 	slices.Sort(out)

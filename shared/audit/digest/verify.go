@@ -217,7 +217,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		v.Progress(len(checks), len(checks))
 	}
 
-	objs, err := v.Store.Objects(ctx)
+	objs, err := v.Store.Objects(ctx, time.Time{})
 	if err != nil {
 		return nil, err
 	}

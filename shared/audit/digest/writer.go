@@ -22,6 +22,11 @@ type Writer struct {
 	Log   *slog.Logger
 }
 
+// MaxRecordDelay bounds how long after its timestamp a record reaches the log. An
+// object holding only older records, written after the previous digest, would be
+// missed by the writer and reported as added by audit verify.
+const MaxRecordDelay = 48 * time.Hour
+
 // preparer is a store whose objects change after they are written (the data folder:
 // compaction replaces JSON files by Parquet), so the digest must first settle them.
 type preparer interface {
@@ -96,7 +101,15 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			return nil, err
 		}
 	}
-	objs, err := w.Store.Objects(ctx)
+	// An object written during the windows ahead holds records of at most a few
+	// hours before (Firehose retries within the stream's 24-hour retention; the
+	// forwarder's events are at most 6 hours old): the listing starts two days back
+	// instead of at the oldest object.
+	var since time.Time
+	if prev != nil {
+		since = prev.End().Add(-MaxRecordDelay)
+	}
+	objs, err := w.Store.Objects(ctx, since)
 	if err != nil {
 		return nil, err
 	}
