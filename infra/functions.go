@@ -17,10 +17,11 @@ const (
 	fnMCP        = "mcp"
 	fnAuthorizer = "authorizer"
 	fnForwarder  = "forwarder"
+	fnDigest     = "digest"
 )
 
 // wiredFunctions is every function the stack deploys, sorted.
-var wiredFunctions = []string{fnAuthorizer, fnForwarder, fnMCP}
+var wiredFunctions = []string{fnAuthorizer, fnDigest, fnForwarder, fnMCP}
 
 // discoverFunctions lists the Go main packages directly under dir (functions/) and checks
 // that they are exactly the functions the stack wires. A new folder must fail synth rather

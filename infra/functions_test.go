@@ -26,6 +26,7 @@ func TestDiscoverFunctions(t *testing.T) {
 		"mcp/main.go":        "package main\n",
 		"authorizer/main.go": "// Command authorizer.\npackage main\n",
 		"forwarder/main.go":  "package main\n",
+		"digest/main.go":     "package main\n",
 	}
 	with := func(extra map[string]string, drop ...string) map[string]string {
 		m := map[string]string{}

@@ -55,6 +55,10 @@ var functionSpecs = map[string]functionSpec{
 	// Decodes a CloudWatch Logs batch and puts records on the stream with retries;
 	// batches can hold thousands of lines.
 	fnForwarder: {"aacmcp audit fallback and unauthenticated-request forwarder", 256, 60},
+	// Reads and hashes an hour's Parquet objects (at most a few hundred MB) and signs
+	// one digest per hour; a run after an outage catches up several hours, and one cut
+	// short by the timeout is continued by the next run.
+	fnDigest: {"aacmcp hourly signed digests of the audit bucket", 512, 300},
 }
 
 // functionSet holds the deployed functions and what the rest of the stack wires to them.

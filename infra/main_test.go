@@ -50,6 +50,8 @@ var fullContext = map[string]any{
 	config.KeyAuditRetentionDays:   float64(730),
 	config.KeyGlueDatabase:         "aacmcp_audit_full",
 	config.KeyRateLimit:            "60/m",
+	config.KeyAuditObjectLockMode:  "compliance",
+	config.KeyAuditObjectLockDays:  float64(730),
 }
 
 // TestMain synthesizes both stacks once for the whole test binary: a synth costs

@@ -50,6 +50,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 	if err != nil {
 		return nil, err
 	}
+	newDigests(stack, p, fns)
 	a := newAPI(stack, cfg, fns)
 	newForwarding(stack, fns, a)
 	an := newAnalytics(stack, cfg, p, props.Queries)

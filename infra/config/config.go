@@ -35,6 +35,8 @@ const (
 	KeyCertificateARN       = "certificateArn"
 	KeyGlueDatabase         = "glueDatabase"
 	KeyDenialAlarmThreshold = "denialAlarmThreshold"
+	KeyAuditObjectLockMode  = "auditObjectLockMode"
+	KeyAuditObjectLockDays  = "auditObjectLockDays"
 )
 
 // Keys lists every context key the app reads.
@@ -43,7 +45,7 @@ var Keys = []string{
 	KeyAuthorizationServers, KeyLogLevel, KeyAlarmEmail, KeyAuditRetentionDays,
 	KeyLogRetentionDays, KeyAPIRateLimit, KeyAPIBurstLimit, KeyWAFRateLimit, KeyMaxBodyBytes,
 	KeyAthenaScanCutoff, KeyDomainName, KeyCertificateARN, KeyGlueDatabase,
-	KeyDenialAlarmThreshold,
+	KeyDenialAlarmThreshold, KeyAuditObjectLockMode, KeyAuditObjectLockDays,
 }
 
 // Config is the validated deployment configuration.
@@ -80,7 +82,20 @@ type Config struct {
 	GlueDatabase string
 	// DenialAlarmThreshold is the number of denied calls in 5 minutes that alarms.
 	DenialAlarmThreshold int
+	// AuditObjectLockMode is the audit bucket's default S3 Object Lock retention mode:
+	// "governance" (the default: principals with s3:BypassGovernanceRetention may still
+	// shorten or remove it) or "compliance" (nobody, not even the root user, until the
+	// period ends).
+	AuditObjectLockMode string
+	// AuditObjectLockDays is the default retention period of every new object.
+	AuditObjectLockDays int
 }
+
+// Object Lock modes.
+const (
+	ObjectLockGovernance = "governance"
+	ObjectLockCompliance = "compliance"
+)
 
 // Limits that the AWS services impose.
 const (
@@ -110,6 +125,8 @@ func Defaults() Config {
 		AthenaScanCutoff:     10 * 1024 * 1024 * 1024,
 		GlueDatabase:         "aacmcp_audit",
 		DenialAlarmThreshold: 50,
+		AuditObjectLockMode:  ObjectLockGovernance,
+		AuditObjectLockDays:  365,
 	}
 }
 
@@ -194,6 +211,8 @@ func Load(lookup func(key string) any) (Config, error) {
 	str(KeyCertificateARN, &c.CertificateARN)
 	str(KeyGlueDatabase, &c.GlueDatabase)
 	num(KeyDenialAlarmThreshold, &c.DenialAlarmThreshold, 1, 1_000_000)
+	str(KeyAuditObjectLockMode, &c.AuditObjectLockMode)
+	num(KeyAuditObjectLockDays, &c.AuditObjectLockDays, 1, 36500)
 
 	if c.AutopilotWebhookURL != "" && !isHTTPSURL(c.AutopilotWebhookURL) {
 		bad(KeyAutopilotWebhookURL, "must be an https:// URL")
@@ -226,6 +245,14 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	if c.AuditRetentionDays != 0 && c.AuditRetentionDays <= ArchiveAfterDays {
 		bad(KeyAuditRetentionDays, fmt.Sprintf("must be 0 (keep forever) or more than %d (the archive transition)", ArchiveAfterDays))
+	}
+	if c.AuditObjectLockMode != ObjectLockGovernance && c.AuditObjectLockMode != ObjectLockCompliance {
+		bad(KeyAuditObjectLockMode, fmt.Sprintf("%q is not %s or %s", c.AuditObjectLockMode, ObjectLockGovernance, ObjectLockCompliance))
+	}
+	if c.AuditRetentionDays != 0 && c.AuditObjectLockDays > c.AuditRetentionDays {
+		// Expiry could not delete what the lock still holds: the objects would stay,
+		// billed, past the retention the operator asked for.
+		bad(KeyAuditObjectLockDays, fmt.Sprintf("must not exceed auditRetentionDays (%d)", c.AuditRetentionDays))
 	}
 	if !slices.Contains(logRetentionDays, c.LogRetentionDays) {
 		bad(KeyLogRetentionDays, fmt.Sprintf("%d is not a CloudWatch Logs retention period", c.LogRetentionDays))

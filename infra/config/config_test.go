@@ -43,6 +43,8 @@ func TestOverrides(t *testing.T) {
 		KeyCertificateARN:       "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 		KeyGlueDatabase:         "audit_prod",
 		KeyDenialAlarmThreshold: "5",
+		KeyAuditObjectLockMode:  "compliance",
+		KeyAuditObjectLockDays:  float64(3650),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +57,7 @@ func TestOverrides(t *testing.T) {
 		APIRateLimit: 20, APIBurstLimit: 20, WAFRateLimit: 500, MaxBodyBytes: 1024, AthenaScanCutoff: 104857600,
 		DomainName: "mcp.example.com", CertificateARN: "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 		GlueDatabase: "audit_prod", DenialAlarmThreshold: 5,
+		AuditObjectLockMode: ObjectLockCompliance, AuditObjectLockDays: 3650,
 	}
 	if !equal(c, want) {
 		t.Errorf("Load() = %+v\nwant %+v", c, want)
@@ -93,6 +96,8 @@ func TestRejects(t *testing.T) {
 		{KeyCertificateARN, "arn:aws:acm:us-east-1:123456789012:certificate/x"},
 		{KeyGlueDatabase, "Audit-DB"},
 		{KeyDenialAlarmThreshold, "many"},
+		{KeyAuditObjectLockMode, "legal-hold"},
+		{KeyAuditObjectLockDays, "0"},
 		{KeyLogLevel, []string{"info"}},
 	}
 	for _, tt := range tests {
