@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Summary describes the records of one audit object, for a digest.
@@ -22,9 +25,10 @@ type Summary struct {
 	Last    string // largest record timestamp
 }
 
-// Summarize reads one audit object: JSON lines when name ends in .json, Parquet
-// otherwise (Firehose's objects in S3 carry no extension). It is the one decoder both
-// the digest writer and the verifier use, locally and for S3.
+// Summarize says what one audit object holds, for its digest: JSON lines when name
+// ends in .json, Parquet otherwise (Firehose's objects in S3 carry no extension). The
+// digest writer calls it on every object, local or in S3; the verifier needs only
+// hashes.
 func Summarize(name string, data []byte) (Summary, error) {
 	var s Summary
 	note := func(ts string) {
@@ -54,24 +58,93 @@ func Summarize(name string, data []byte) (Summary, error) {
 			note(e.Record.Timestamp)
 		}
 	}
-	if _, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data))); err != nil {
-		return s, fmt.Errorf("audit: %s is not Parquet: %w", name, err)
+	return s, summarizeParquet(name, data, &s)
+}
+
+// summarizeParquet reads a Parquet object's row count and timestamp range from its
+// footer alone: the row groups' counts and the timestamp column's min/max statistics
+// (compaction's parquet-go writes them; Firehose's Hive serializer is expected to,
+// unverified here; without them First and Last stay ""). No page is decoded. A bucket object is outside input, and parquet-go
+// trusts the lengths it reads (it panics on some, allocates others as stated), so
+// the footer's encoding is checked first and a panic is turned into an error.
+func summarizeParquet(name string, data []byte, s *Summary) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("audit: %s: damaged Parquet: %v", name, r)
+		}
+	}()
+	n := len(data)
+	if n < 12 || string(data[:4]) != "PAR1" || string(data[n-4:]) != "PAR1" {
+		return fmt.Errorf("audit: %s is not Parquet", name)
 	}
-	r := parquet.NewGenericReader[parquetRow](bytes.NewReader(data))
-	defer r.Close()
-	buf := make([]parquetRow, 256)
-	for {
-		n, err := r.Read(buf)
-		for _, pr := range buf[:n] {
-			note(pr.Timestamp)
+	footer := int(binary.LittleEndian.Uint32(data[n-8 : n-4]))
+	if footer > n-12 {
+		return fmt.Errorf("audit: %s: Parquet footer longer than the file", name)
+	}
+	if err := checkFooter(data[n-8-footer : n-8]); err != nil {
+		return fmt.Errorf("audit: %s: %w", name, err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(n), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("audit: %s is not Parquet: %w", name, err)
+	}
+	s.Records = pf.NumRows()
+	col, ok := pf.Schema().Lookup("timestamp")
+	if !ok {
+		return nil
+	}
+	for _, rg := range pf.Metadata().RowGroups {
+		if col.ColumnIndex >= len(rg.Columns) {
+			continue
 		}
-		if errors.Is(err, io.EOF) {
-			return s, nil
+		st := rg.Columns[col.ColumnIndex].MetaData.Statistics
+		lo, hi := string(st.MinValue), string(st.MaxValue)
+		if lo == "" && hi == "" {
+			lo, hi = string(st.Min), string(st.Max) // the deprecated fields older writers fill
 		}
-		if err != nil {
-			return s, fmt.Errorf("audit: read %s: %w", name, err)
+		if lo != "" && (s.First == "" || lo < s.First) {
+			s.First = lo
+		}
+		if hi > s.Last {
+			s.Last = hi
 		}
 	}
+	return nil
+}
+
+// checkFooter refuses a footer parquet-go would trust into a huge allocation: one
+// whose Thrift claims more than it holds, or whose schema tree claims more children
+// than it lists (parquet-go builds the tree from the claims).
+func checkFooter(footer []byte) error {
+	if err := checkCompactStruct(footer); err != nil {
+		return err
+	}
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(&thrift.CompactProtocol{}, footer, &md); err != nil {
+		return fmt.Errorf("%w: %v", errFooter, err)
+	}
+	next := 0
+	var node func(depth int) bool
+	node = func(depth int) bool {
+		if next >= len(md.Schema) || depth > maxThriftDepth {
+			return false
+		}
+		k := md.Schema[next].NumChildren.V
+		next++
+		if k < 0 || int(k) > len(md.Schema)-next {
+			return false
+		}
+		for range k {
+			if !node(depth + 1) {
+				return false
+			}
+		}
+		return true
+	}
+	if !node(0) || next != len(md.Schema) {
+		return fmt.Errorf("%w: schema tree", errFooter)
+	}
+	return nil
 }
 
 // sealName is the file under <dir>/audit that holds the seal time (RFC 3339).
