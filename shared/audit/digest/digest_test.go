@@ -46,7 +46,7 @@ func newLocalEnv(t *testing.T) *localEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &localEnv{dir: dir, store: LocalStore{Dir: dir}, signer: signer, now: time.Now().Add(3 * time.Hour)}
+	return &localEnv{dir: dir, store: LocalStore{Dir: dir}, signer: signer, now: time.Now().Add(3 * time.Hour).Truncate(time.Hour).Add(30 * time.Minute)}
 }
 
 func (e *localEnv) writer() *Writer {

@@ -60,7 +60,8 @@ func newS3Env(t *testing.T) *s3Env {
 	if e.keys, err = DataFolderKeys(dir); err != nil {
 		t.Fatal(err)
 	}
-	e.now = time.Now().Add(3 * time.Hour)
+	// Minute 50: the last hour's digest is written (minute 15) and due (Lag 30).
+	e.now = time.Now().Add(3 * time.Hour).Truncate(time.Hour).Add(50 * time.Minute)
 	w := &Writer{Store: e.store, Signer: e.signer, Now: func() time.Time { return e.now }, Grace: 15 * time.Minute, Log: slog.New(slog.DiscardHandler)}
 	if e.names, err = w.WriteDue(ctx); err != nil || len(e.names) < 2 {
 		t.Fatalf("WriteDue on S3: %v %v\n%s", e.names, err, srv.Logs())

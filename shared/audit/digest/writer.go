@@ -132,10 +132,24 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 	for _, o := range objs {
 		if o.Open && o.ModTime.Before(end) {
 			if !o.ModTime.After(start) {
-				w.log().Warn("audit digest: a file held open since before the last digest will be reported as added", "path", o.Path)
+				// Already inside digested time: it can only join the next window's
+				// catch-up, or (held for longer than a window) be reported as added.
+				w.log().Warn("audit digest: a file held open since before the last digest", "path", o.Path)
 				continue
 			}
 			end = o.ModTime.UTC()
+		}
+	}
+	// Objects of the last digest's window that it does not list go into the next one:
+	// a file closed just after that digest was listed can carry an mtime inside its
+	// window (file times come from the kernel's coarse clock, a few milliseconds
+	// behind), and would otherwise be in no digest at all.
+	from := start
+	prevListed := map[string]bool{}
+	if prev != nil {
+		from = prev.Start()
+		for _, o := range prev.Objects {
+			prevListed[o.Path] = true
 		}
 	}
 	var written []string
@@ -153,7 +167,7 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			Algorithm:     w.Signer.Algorithm(),
 		}
 		for _, o := range objs {
-			if o.Open || o.ModTime.Before(start) || !o.ModTime.Before(wend) {
+			if o.Open || o.ModTime.Before(from) || !o.ModTime.Before(wend) || prevListed[o.Path] {
 				continue
 			}
 			obj, err := describe(ctx, w.Store, o.Path)
@@ -177,7 +191,8 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 		}
 		w.log().Info("audit digest written", "path", name, "objects", len(d.Objects))
 		written = append(written, name)
-		prev, prevName, prevBytes, start = d, name, b, wend
+		prev, prevName, prevBytes, start, from = d, name, b, wend, wend
+		clear(prevListed)
 	}
 	return written, nil
 }
