@@ -18,10 +18,11 @@ const (
 	fnAuthorizer = "authorizer"
 	fnForwarder  = "forwarder"
 	fnOAuth      = "oauth"
+	fnDigest     = "digest"
 )
 
 // wiredFunctions is every function the stack deploys, sorted.
-var wiredFunctions = []string{fnAuthorizer, fnForwarder, fnMCP, fnOAuth}
+var wiredFunctions = []string{fnAuthorizer, fnDigest, fnForwarder, fnMCP, fnOAuth}
 
 // discoverFunctions lists the Go main packages directly under dir (functions/) and checks
 // that they are exactly the functions the stack wires. A new folder must fail synth rather

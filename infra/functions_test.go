@@ -27,6 +27,7 @@ func TestDiscoverFunctions(t *testing.T) {
 		"authorizer/main.go": "// Command authorizer.\npackage main\n",
 		"forwarder/main.go":  "package main\n",
 		"oauth/main.go":      "package main\n",
+		"digest/main.go":     "package main\n",
 	}
 	with := func(extra map[string]string, drop ...string) map[string]string {
 		m := map[string]string{}

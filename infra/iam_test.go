@@ -110,6 +110,10 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			"dynamodb:GetItem", "dynamodb:UpdateItem", "kinesis:PutRecord",
 			"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
 		}, mainTable},
+		{fnDigest, []string{
+			"kms:Sign", "logs:CreateLogStream", "logs:PutLogEvents", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+			"xray:PutTelemetryRecords", "xray:PutTraceSegments",
+		}, mainTable},
 		{fnForwarder, []string{
 			"kinesis:PutRecord", "kinesis:PutRecords", "logs:CreateLogStream", "logs:PutLogEvents",
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage",

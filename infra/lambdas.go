@@ -60,6 +60,10 @@ var functionSpecs = map[string]functionSpec{
 	// its token endpoint at sign-in), where TLS handshakes are CPU-bound: 512 MB for
 	// the handshakes, 15 s to bound a slow upstream well inside API Gateway's 29 s.
 	fnOAuth: {"aacmcp OAuth authorization server", 512, 15},
+	// Reads and hashes an hour's Parquet objects (at most a few hundred MB) and signs
+	// one digest per hour; a run after an outage catches up several hours, and one cut
+	// short by the timeout is continued by the next run.
+	fnDigest: {"aacmcp hourly signed digests of the audit bucket", 512, 300},
 }
 
 // functionSet holds the deployed functions and what the rest of the stack wires to them.

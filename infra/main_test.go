@@ -52,6 +52,8 @@ var fullContext = map[string]any{
 	config.KeyDomainName:           "mcp.example.com",
 	config.KeyCertificateARN:       "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 	config.KeyAuditRetentionDays:   float64(730),
+	config.KeyAuditObjectLockMode:  "compliance",
+	config.KeyAuditObjectLockDays:  float64(730),
 	config.KeyGlueDatabase:         "aacmcp_audit_full",
 	config.KeyRateLimit:            "60/m",
 	config.KeyHostedZoneID:         "Z0123456789ABCDEFGHIJ",

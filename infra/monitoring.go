@@ -114,6 +114,12 @@ func newMonitoring(scope constructs.Construct, cfg config.Config, d *dataTables,
 		fns.failures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes}),
 		1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
 
+	// A missed hour is caught up by the next run, but a run that keeps failing leaves
+	// the bucket undigested; audit verify would report the hours only when asked.
+	alarm("AuditDigestFailureAlarm", "The hourly audit digest function failed; the hours it missed have no signed digest yet",
+		fns.get(fnDigest).MetricErrors(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: awscdk.Duration_Hours(jsii.Number(1))}),
+		1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
+
 	for _, t := range []struct {
 		id    string
 		table awsdynamodb.TableV2

@@ -74,6 +74,10 @@ func newPipeline(scope constructs.Construct, cfg config.Config) (*pipeline, erro
 		ServerAccessLogsPrefix: jsii.String("audit-bucket/"),
 		LifecycleRules:         &[]*awss3.LifecycleRule{auditLifecycle(cfg)},
 		RemovalPolicy:          awscdk.RemovalPolicy_RETAIN,
+		// Every new object, records and digests alike, is retained as written for
+		// the lock period (docs/security.md: what governance mode does not stop).
+		ObjectLockEnabled:          jsii.Bool(true),
+		ObjectLockDefaultRetention: auditObjectLock(cfg),
 	})
 
 	cols, err := auditschema.Columns()
@@ -85,6 +89,16 @@ func newPipeline(scope constructs.Construct, cfg config.Config) (*pipeline, erro
 	}
 	p.addDelivery(scope, cfg)
 	return p, nil
+}
+
+// auditObjectLock is the bucket's default retention, from the context keys
+// auditObjectLockMode and auditObjectLockDays.
+func auditObjectLock(cfg config.Config) awss3.ObjectLockRetention {
+	d := awscdk.Duration_Days(jsii.Number(float64(cfg.AuditObjectLockDays)))
+	if cfg.AuditObjectLockMode == config.ObjectLockCompliance {
+		return awss3.ObjectLockRetention_Compliance(d)
+	}
+	return awss3.ObjectLockRetention_Governance(d)
 }
 
 // auditLifecycle archives audit objects after 90 days to Glacier Instant Retrieval,

@@ -51,6 +51,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 	if err != nil {
 		return nil, err
 	}
+	newDigests(stack, p, fns)
 	a := newAPI(stack, cfg, fns)
 	o := newOAuth(stack, cfg, d, p, fns, a)
 	newExternalJWT(cfg, d, fns, o)

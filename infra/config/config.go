@@ -55,6 +55,8 @@ const (
 	KeyJWTWorkspace         = "jwtWorkspace"
 	KeyJWTWorkspaceClaim    = "jwtWorkspaceClaim"
 	KeyJWTRequireATJWT      = "jwtRequireAtJwt"
+	KeyAuditObjectLockMode  = "auditObjectLockMode"
+	KeyAuditObjectLockDays  = "auditObjectLockDays"
 )
 
 // Keys lists every context key the app reads.
@@ -67,7 +69,7 @@ var Keys = []string{
 	KeyOIDCClientSecretARN, KeyCognitoDomainPrefix, KeyCognitoFeaturePlan, KeyWAFTokenRateLimit,
 	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL, KeyJWTIssuer, KeyJWTAudience, KeyJWTClients,
 	KeyJWTJWKSURL, KeyJWTAlgorithms, KeyJWTUserClaim, KeyJWTWorkspace, KeyJWTWorkspaceClaim,
-	KeyJWTRequireATJWT,
+	KeyJWTRequireATJWT, KeyAuditObjectLockMode, KeyAuditObjectLockDays,
 }
 
 // Config is the validated deployment configuration.
@@ -129,6 +131,13 @@ type Config struct {
 	// authorizer accepts beside the built-in server's (shared/auth/jwtaccess); its
 	// Issuer "" means none.
 	JWT JWTConfig
+	// AuditObjectLockMode is the audit bucket's default S3 Object Lock retention mode:
+	// "governance" (the default: principals with s3:BypassGovernanceRetention may still
+	// shorten or remove it) or "compliance" (nobody, not even the root user, until the
+	// period ends).
+	AuditObjectLockMode string
+	// AuditObjectLockDays is the default retention period of every new object.
+	AuditObjectLockDays int
 }
 
 // JWTConfig is the external JWT issuer's configuration, passed to the authorizer as
@@ -152,6 +161,12 @@ func (c Config) ExternalIssuer() bool { return c.OIDCIssuer != "" }
 const (
 	CognitoPlus       = "plus"
 	CognitoEssentials = "essentials"
+)
+
+// Object Lock modes.
+const (
+	ObjectLockGovernance = "governance"
+	ObjectLockCompliance = "compliance"
 )
 
 // Limits that the AWS services impose.
@@ -190,6 +205,8 @@ func Defaults() Config {
 		CognitoFeaturePlan:   CognitoPlus,
 		WAFTokenRateLimit:    300,
 		WAFRegisterRateLimit: 20,
+		AuditObjectLockMode:  ObjectLockGovernance,
+		AuditObjectLockDays:  365,
 	}
 }
 
@@ -333,6 +350,8 @@ func Load(lookup func(key string) any) (Config, error) {
 			c.OAuthAccessTTL = d
 		}
 	}
+	str(KeyAuditObjectLockMode, &c.AuditObjectLockMode)
+	num(KeyAuditObjectLockDays, &c.AuditObjectLockDays, 1, 36500)
 
 	if c.AutopilotWebhookURL != "" && !isHTTPSURL(c.AutopilotWebhookURL) {
 		bad(KeyAutopilotWebhookURL, "must be an https:// URL")
@@ -365,6 +384,14 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	if c.AuditRetentionDays != 0 && c.AuditRetentionDays <= ArchiveAfterDays {
 		bad(KeyAuditRetentionDays, fmt.Sprintf("must be 0 (keep forever) or more than %d (the archive transition)", ArchiveAfterDays))
+	}
+	if c.AuditObjectLockMode != ObjectLockGovernance && c.AuditObjectLockMode != ObjectLockCompliance {
+		bad(KeyAuditObjectLockMode, fmt.Sprintf("%q is not %s or %s", c.AuditObjectLockMode, ObjectLockGovernance, ObjectLockCompliance))
+	}
+	if c.AuditRetentionDays != 0 && c.AuditObjectLockDays > c.AuditRetentionDays {
+		// Expiry could not delete what the lock still holds: the objects would stay,
+		// billed, past the retention the operator asked for.
+		bad(KeyAuditObjectLockDays, fmt.Sprintf("must not exceed auditRetentionDays (%d)", c.AuditRetentionDays))
 	}
 	if !slices.Contains(logRetentionDays, c.LogRetentionDays) {
 		bad(KeyLogRetentionDays, fmt.Sprintf("%d is not a CloudWatch Logs retention period", c.LogRetentionDays))

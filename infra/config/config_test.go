@@ -52,6 +52,8 @@ func TestOverrides(t *testing.T) {
 		KeyWAFTokenRateLimit:    "100",
 		KeyWAFRegisterRateLimit: float64(10),
 		KeyOAuthAccessTTL:       "30m",
+		KeyAuditObjectLockMode:  "compliance",
+		KeyAuditObjectLockDays:  float64(3650),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,8 @@ func TestOverrides(t *testing.T) {
 		OIDCIssuer: "https://login.example.com/oauth2/default", OIDCClientID: "0oa1b2c3d4",
 		OIDCClientSecretARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:aacmcp/oidc-AbC123",
 		CognitoFeaturePlan:  CognitoPlus, WAFTokenRateLimit: 100, WAFRegisterRateLimit: 10,
-		OAuthAccessTTL: 30 * time.Minute,
+		OAuthAccessTTL:      30 * time.Minute,
+		AuditObjectLockMode: ObjectLockCompliance, AuditObjectLockDays: 3650,
 	}
 	if !equal(c, want) {
 		t.Errorf("Load() = %+v\nwant %+v", c, want)
@@ -198,6 +201,8 @@ func TestRejects(t *testing.T) {
 		{KeyCertificateARN, "arn:aws:acm:us-east-1:123456789012:certificate/x"},
 		{KeyGlueDatabase, "Audit-DB"},
 		{KeyDenialAlarmThreshold, "many"},
+		{KeyAuditObjectLockMode, "legal-hold"},
+		{KeyAuditObjectLockDays, "0"},
 		{KeyLogLevel, []string{"info"}},
 	}
 	for _, tt := range tests {

@@ -40,6 +40,9 @@ type Kind string
 const (
 	Dynalite   Kind = "dynalite"
 	Kinesalite Kind = "kinesalite"
+	// S3rver is s3rver, an S3 API over a temporary folder. Path-style addressing
+	// only (set UsePathStyle); it checks that the access key is its own (S3RVER).
+	S3rver Kind = "s3rver"
 )
 
 // The CLIs of both packages bind every interface (kinesalite has no --host), so each is
@@ -50,6 +53,12 @@ var scripts = map[Kind]string{
 s.listen(0, '127.0.0.1', () => console.log('LISTENING ' + s.address().port));`,
 	Kinesalite: `const s = require('kinesalite')({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 100});
 s.listen(0, '127.0.0.1', () => console.log('LISTENING ' + s.address().port));`,
+	S3rver: `const fs = require('fs'), os = require('os'), path = require('path');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
+process.on('exit', () => fs.rmSync(dir, {recursive: true, force: true}));
+process.on('SIGTERM', () => process.exit(0));
+new (require('s3rver'))({port: 0, address: '127.0.0.1', silent: true, directory: dir, vhostBuckets: false})
+  .run().then(a => console.log('LISTENING ' + a.port));`,
 }
 
 // Server is a running emulator.
@@ -151,9 +160,13 @@ func (s *Server) Logs() string { return s.logs.String() }
 // AWSConfig is an SDK configuration that reaches this emulator: static credentials,
 // the emulator region, and the endpoint as BaseEndpoint.
 func (s *Server) AWSConfig() aws.Config {
+	key, secret := AccessKey, SecretKey
+	if s.Kind == S3rver {
+		key, secret = "S3RVER", "S3RVER"
+	}
 	return aws.Config{
 		Region:       Region,
-		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
 		BaseEndpoint: aws.String(s.Endpoint),
 		// The SDK's default retryer stays: the code under test runs with its production
 		// retry behaviour.

@@ -100,11 +100,16 @@ func compactPartition(p partition, stats *CompactStats, log *slog.Logger) error 
 		}
 	}
 
-	// Take every JSON file no writer holds. Their locks are kept until the files are
-	// gone, which also keeps Follow-style readers consistent.
+	// Take every JSON file no writer holds and no digest lists (Seal: read under the
+	// lock, so a digest writer's barrier waits for this run). Their locks are kept
+	// until the files are gone, which also keeps Follow-style readers consistent.
+	seal := readSeal(filepath.Dir(filepath.Dir(p.dir)))
 	var taken []string
 	var recs []audit.Record
 	for _, path := range p.json {
+		if sealed(path, seal) {
+			continue
+		}
 		fileRecs, release, ok, err := takeFile(path)
 		if err != nil {
 			return err

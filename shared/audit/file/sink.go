@@ -403,3 +403,17 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// CloseIdle closes the files of ended hours that are past their grace (WithCloseAfter)
+// now, without waiting for the next Write to do it: the digest writer takes only
+// closed files, and an idle server would otherwise hold the last hour's file open.
+func (s *Sink) CloseIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.writing {
+		s.idle.Wait()
+	}
+	if !s.closed {
+		s.closeExpired(s.now())
+	}
+}

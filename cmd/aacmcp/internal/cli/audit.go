@@ -15,7 +15,7 @@ import (
 
 func newAuditCmd(g *globals) *cobra.Command {
 	return newGroup("audit", "Query and follow the audit log under --data",
-		newAuditQueryCmd(g), newAuditTailCmd(g), newAuditCompactCmd(g))
+		newAuditQueryCmd(g), newAuditTailCmd(g), newAuditCompactCmd(g), newAuditVerifyCmd(g))
 }
 
 func newAuditQueryCmd(g *globals) *cobra.Command {

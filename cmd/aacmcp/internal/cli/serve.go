@@ -294,6 +294,12 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		stop := startCompactor(ctx, g.dataDir, sf.compactEvery, g.env.now, log)
 		defer stop()
 	}
+	dg, err := startDigester(ctx, g.dataDir, sink, g.env.now, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer dg.cancel() // an error return: the stop below did not run
 
 	srv := &http.Server{
 		Handler:           handler,
@@ -315,6 +321,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if err := st.SealUsage(sctx); err != nil {
 		log.Warn("usage counters not sealed; the next start replays the last minutes of the audit log", "err", err)
 	}
+	dg.stop(sctx)
 	return nil
 }
 

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/aacworkflow/aacmcp/shared/audit/digest"
+)
+
+// s3DigestLag is how long after an hour ends `audit verify --s3` expects its digest:
+// the scheduled function runs 15 minutes past each hour, and an invocation that fails
+// is retried by EventBridge; an hour later than that it is missing.
+const s3DigestLag = 75 * time.Minute
+
+// progressMin is the number of objects from which a terminal gets a progress bar.
+const progressMin = 50
+
+func newAuditVerifyCmd(g *globals) *cobra.Command {
+	var (
+		s3URL, from, to, region, endpoint, pubKey string
+		asJSON                                    bool
+	)
+	c := &cobra.Command{
+		Use:   "verify [--data DIR | --s3 s3://bucket[/prefix]] [--from T] [--to T] [--json]",
+		Short: "Prove that the audit log is as its signed digests describe it",
+		Long: `Check the audit log against its digests: every object a digest lists must be there with
+the same SHA-256 and size, every object written during a digested hour must be listed,
+each digest must name its predecessor's path, hash and signature, each signature must
+verify, and no hour between the first digest and the last may lack one (with --s3, no
+hour that ended more than 75 minutes ago either).
+
+Exit status 0 and a summary when the log is intact; 1 and one line per problem, by file,
+when it is not. Public keys come from <data>/audit-digest-keys/ (local digests are
+signed with <data>/audit-digest.key), from KMS GetPublicKey for digests that name a
+KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere.
+--from and --to (RFC 3339) bound the digests checked.`,
+		Example: `  aacmcp audit verify --data ./.aacmcp
+  aacmcp audit verify --s3 s3://aacmcp-auditbucket-1a2b3c --from 2026-12-01T00:00:00Z --json`,
+		Args: wrapArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			var fromT, toT time.Time
+			var err error
+			if from != "" {
+				if fromT, err = time.Parse(time.RFC3339, from); err != nil {
+					return usagef("--from: want RFC 3339, such as 2026-12-01T00:00:00Z")
+				}
+			}
+			if to != "" {
+				if toT, err = time.Parse(time.RFC3339, to); err != nil {
+					return usagef("--to: want RFC 3339, such as 2026-12-01T12:00:00Z")
+				}
+			}
+			v := &digest.Verifier{Now: g.env.now}
+			if s3URL != "" {
+				if c.Flags().Changed("data") {
+					return usagef("give --data or --s3, not both")
+				}
+				if v.Store, v.Keys, err = s3Verifier(ctx, s3URL, region, endpoint); err != nil {
+					return err
+				}
+				v.Lag = s3DigestLag
+			} else {
+				if region != "" || endpoint != "" {
+					return usagef("--region and --endpoint-url go with --s3")
+				}
+				v.Store = digest.LocalStore{Dir: g.dataDir}
+				if v.Keys, err = digest.DataFolderKeys(g.dataDir); err != nil {
+					return err
+				}
+			}
+			if pubKey != "" {
+				b, err := os.ReadFile(pubKey)
+				if err != nil {
+					return usagef("--public-key: %v", err)
+				}
+				id, pub, err := digest.ParsePublicKeyPEM(b)
+				if err != nil {
+					return usagef("--public-key: %v", err)
+				}
+				v.Keys = digest.FileKeys{id: pub}
+			}
+			stop := progress(c.ErrOrStderr(), v)
+			rep, err := v.Verify(ctx, fromT, toT)
+			stop()
+			if err != nil {
+				return err
+			}
+			w := c.OutOrStdout()
+			if asJSON {
+				if err := writeJSON(w, rep); err != nil {
+					return err
+				}
+			} else {
+				printReport(w, rep)
+			}
+			if !rep.Intact() {
+				return fmt.Errorf("the audit log is not intact: %d problem%s", len(rep.Problems), plural(len(rep.Problems)))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&s3URL, "s3", "", "verify an audit bucket, s3://bucket[/prefix], instead of --data")
+	c.Flags().StringVar(&from, "from", "", "check digests of windows ending after this time (RFC 3339)")
+	c.Flags().StringVar(&to, "to", "", "check digests of windows starting before this time (RFC 3339; default now)")
+	c.Flags().StringVar(&region, "region", "", "AWS region of the bucket and key (--s3)")
+	c.Flags().StringVar(&endpoint, "endpoint-url", "", "S3 endpoint, e.g. a local S3 server (--s3; path-style addressing)")
+	c.Flags().StringVar(&pubKey, "public-key", "", "verify only against this Ed25519 public key (PEM), kept apart from the log")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// s3Verifier is the store and key source for --s3.
+func s3Verifier(ctx context.Context, raw, region, endpoint string) (digest.Store, digest.Keys, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" {
+		return nil, nil, usagef("--s3 %q: want s3://bucket[/prefix]", raw)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	if endpoint != "" {
+		if e, err := url.Parse(endpoint); err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			return nil, nil, usagef("--endpoint-url %q: want an absolute http(s) URL", endpoint)
+		}
+	}
+	var opts []func(*config.LoadOptions) error
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, nil, usagef("no AWS region: pass --region or set AWS_REGION")
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint, o.UsePathStyle = aws.String(endpoint), true
+		}
+	})
+	return digest.S3Store{Client: client, Bucket: u.Host, Prefix: prefix}, &digest.KMSKeys{Client: kms.NewFromConfig(cfg)}, nil
+}
+
+// progress shows a bar of the objects checked on a terminal, for runs long enough to
+// need one; stop removes it.
+func progress(w io.Writer, v *digest.Verifier) (stop func()) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	var bar *progressbar.ProgressBar
+	v.Progress = func(done, total int) {
+		if total < progressMin {
+			return
+		}
+		if bar == nil {
+			bar = progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription("checking audit objects"),
+				progressbar.OptionShowCount(),
+				progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond),
+			)
+		}
+		_ = bar.Set(done)
+	}
+	return func() {
+		if bar != nil {
+			_ = bar.Finish()
+		}
+	}
+}
+
+func printReport(w io.Writer, r *digest.Report) {
+	if r.Intact() {
+		fmt.Fprintf(w, "audit log intact: %s\n", r.Store)
+	} else {
+		fmt.Fprintf(w, "audit log NOT intact: %s: %d problem%s\n", r.Store, len(r.Problems), plural(len(r.Problems)))
+		t := newTable(w, "PROBLEM", "FILE", "DETAIL")
+		for _, p := range r.Problems {
+			t.row(p.Kind, p.Path, p.Detail)
+		}
+		_ = t.flush()
+	}
+	if r.Digests == 0 {
+		fmt.Fprintf(w, "  digests: none yet in the range checked\n")
+	} else {
+		fmt.Fprintf(w, "  digests: %d, %s to %s, signed by %s\n", r.Digests, r.FirstWindow, r.LastWindow, strings.Join(r.KeyIDs, ", "))
+	}
+	fmt.Fprintf(w, "  objects: %d verified (%d records)\n", r.Objects, r.Records)
+	if r.Pending > 0 {
+		fmt.Fprintf(w, "  not yet digested: %d object%s written after the last digest\n", r.Pending, plural(r.Pending))
+	}
+	if r.Uncovered > 0 {
+		fmt.Fprintf(w, "  not covered: %d object%s written before the first digest\n", r.Uncovered, plural(r.Uncovered))
+	}
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
+	"github.com/aacworkflow/aacmcp/shared/audit/digest"
+	"github.com/aacworkflow/aacmcp/test/emulator"
+)
+
+// TestServeCleanStopDigestsTheOpenHour: records written by a running server are in a
+// digest as soon as it stops cleanly, before their hour ends; verify then exits 0,
+// and names a changed byte with exit 1.
+func TestServeCleanStopDigestsTheOpenHour(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "--dev")
+	full, _ := devTokensOf(t, s.stdout.String())
+	if code, body := callREST(t, s.base, full, "list_issues", `{}`); code != 200 {
+		t.Fatalf("list_issues: %d %v", code, body)
+	}
+	if code := s.stop(t); code != ExitOK {
+		t.Fatalf("serve exit %d\n%s", code, s.stderr)
+	}
+
+	r := run(t, nil, "audit", "verify", "--data", data)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "audit log intact") || !strings.Contains(r.stdout, "(1 records)") {
+		t.Fatalf("verify after a clean stop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	rep := decodeJSON[digest.Report](t, mustRun(t, "audit", "verify", "--data", data, "--json"))
+	if rep.Pending != 0 || rep.Records != 1 {
+		t.Errorf("records left outside a digest by a clean stop: %+v", rep)
+	}
+
+	objs, _ := filepath.Glob(filepath.Join(data, "audit", "dt=*", "hour=*", "*.parquet"))
+	if len(objs) != 1 {
+		t.Fatalf("want the stopped hour compacted into one Parquet file, got %v", objs)
+	}
+	b, _ := os.ReadFile(objs[0])
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(objs[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, nil, "audit", "verify", "--data", data)
+	rel, _ := filepath.Rel(data, objs[0])
+	if r.code != ExitFailure || !strings.Contains(r.stdout, "modified") || !strings.Contains(r.stdout, rel) {
+		t.Fatalf("verify of a changed byte: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "not intact: 1 problem") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestAuditVerifyUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"audit", "verify", "--s3", "http://bucket"},
+		{"audit", "verify", "--from", "yesterday"},
+		{"audit", "verify", "--endpoint-url", "http://127.0.0.1:1"},
+		{"audit", "verify", "--s3", "s3://b", "--data", "x"},
+	} {
+		if r := run(t, nil, args...); r.code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, r.code, ExitUsage, r.stderr)
+		}
+	}
+}
+
+// TestAuditVerifyS3 verifies a bucket on s3rver through the CLI: intact, then with an
+// object removed.
+func TestAuditVerifyS3(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	srv := emulator.StartT(t, emulator.S3rver)
+	t.Setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+	t.Setenv("AWS_REGION", emulator.Region)
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	client := s3.NewFromConfig(srv.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().UTC()
+	key := "audit/" + ts.Format("dt=2006-01-02/hour=15/") + "AuditDelivery-1.json"
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(key),
+		Body: bytes.NewReader(audit.AppendLine(nil, audittest.Record(ts)))}); err != nil {
+		t.Fatal(err)
+	}
+	keyDir := t.TempDir()
+	signer, err := digest.LoadOrCreateFileSigner(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &digest.Writer{Store: digest.S3Store{Client: client, Bucket: "audit"}, Signer: signer,
+		Now: func() time.Time { return ts.Add(2 * time.Hour) }, Grace: 15 * time.Minute, Log: slog.New(slog.DiscardHandler)}
+	if _, err := w.WriteDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(keyDir, "pub.pem")
+	if err := os.WriteFile(pub, signer.PublicKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"audit", "verify", "--s3", "s3://audit", "--endpoint-url", srv.Endpoint, "--public-key", pub, "--to", ts.Add(time.Hour).Truncate(time.Hour).Format(time.RFC3339)}
+	if r := run(t, nil, args...); r.code != ExitOK || !strings.Contains(r.stdout, "audit log intact: s3://audit/") {
+		t.Fatalf("verify --s3: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("audit"), Key: aws.String(key)}); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, args...)
+	if r.code != ExitFailure || !strings.Contains(r.stdout, "missing") || !strings.Contains(r.stdout, key) {
+		t.Fatalf("verify --s3 of a deleted object: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,289 @@
+package digest
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
+)
+
+// localEnv is a data folder with records in it, and a clock three hours ahead of the
+// files' mtimes, so that the hour they were written in is closed.
+type localEnv struct {
+	dir    string
+	store  LocalStore
+	signer *FileSigner
+	now    time.Time
+	clock  func() time.Time // when set, the writer's clock instead of now
+}
+
+func newLocalEnv(t *testing.T) *localEnv {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := file.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().Add(-time.Minute)
+	for i := range 5 {
+		if err := s.Write(context.Background(), audittest.Record(ts.Add(time.Duration(i)*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := LoadOrCreateFileSigner(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &localEnv{dir: dir, store: LocalStore{Dir: dir}, signer: signer, now: time.Now().Add(3 * time.Hour).Truncate(time.Hour).Add(30 * time.Minute)}
+}
+
+func (e *localEnv) writer() *Writer {
+	clock := e.clock
+	if clock == nil {
+		clock = func() time.Time { return e.now }
+	}
+	return &Writer{Store: e.store, Signer: e.signer, Now: clock, Grace: 2 * time.Minute,
+		Log: slog.New(slog.DiscardHandler)}
+}
+
+func (e *localEnv) verify(t *testing.T) *Report {
+	t.Helper()
+	keys, err := DataFolderKeys(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }}
+	rep, err := v.Verify(context.Background(), time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// writeAll writes the due digests and returns their paths.
+func writeAll(t *testing.T, w *Writer) []string {
+	t.Helper()
+	names, err := w.WriteDue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 3 {
+		t.Fatalf("wrote %d digests, want one per closed hour (at least 3): %v", len(names), names)
+	}
+	return names
+}
+
+func TestIntactLogVerifies(t *testing.T) {
+	e := newLocalEnv(t)
+	names := writeAll(t, e.writer())
+	rep := e.verify(t)
+	if !rep.Intact() {
+		t.Fatalf("problems in an untouched log: %+v", rep.Problems)
+	}
+	if rep.Records != 5 || rep.Objects != 1 || rep.Digests != len(names) {
+		t.Errorf("report %+v: want 5 records in 1 object (compacted) over %d digests", rep, len(names))
+	}
+	// Empty hours are digested too: every window after the first lists nothing.
+	for _, n := range names[1:] {
+		b, err := e.store.Read(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Objects) != 0 && !strings.HasSuffix(d.Objects[0].Path, ".parquet") {
+			t.Errorf("%s lists %v", n, d.Objects)
+		}
+	}
+	// A second run finds nothing due.
+	again, err := e.writer().WriteDue(context.Background())
+	if err != nil || len(again) != 0 {
+		t.Errorf("second WriteDue: %v, %v", again, err)
+	}
+	// The key file is private.
+	fi, err := os.Stat(filepath.Join(e.dir, keyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestTamperingIsNamed changes the log in each way the issue lists and checks that
+// Verify names the file with the right kind of problem.
+func TestTamperingIsNamed(t *testing.T) {
+	ctx := context.Background()
+	objectOf := func(t *testing.T, e *localEnv, names []string) (string, string) {
+		for _, n := range names {
+			b, _ := e.store.Read(ctx, n)
+			d, err := Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Objects) > 0 {
+				return d.Objects[0].Path, n
+			}
+		}
+		t.Fatal("no digest lists an object")
+		return "", ""
+	}
+	// resign replaces a digest by a validly signed one with other content, as someone
+	// holding the key would.
+	resign := func(t *testing.T, e *localEnv, name string, change func(*Digest)) {
+		p := filepath.Join(e.dir, name)
+		b, _ := os.ReadFile(p)
+		d, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(d)
+		sig, _ := e.signer.Sign(ctx, SignedBytes(d))
+		d.Signature = base64.StdEncoding.EncodeToString(sig)
+		if err := os.WriteFile(p, Encode(d), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, e *localEnv, names []string) (kind, path string)
+	}{
+		{"modified byte", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			p := filepath.Join(e.dir, obj)
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 1
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemModified, obj
+		}},
+		{"deleted object", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			if err := os.Remove(filepath.Join(e.dir, obj)); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemMissing, obj
+		}},
+		{"added object", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			added := filepath.Join(filepath.Dir(obj), "forged.json")
+			line := audit.AppendLine(nil, audittest.Record(time.Now()))
+			if err := os.WriteFile(filepath.Join(e.dir, added), line, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemAdded, added
+		}},
+		{"chain broken", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			// A digest replaced by another, validly signed: the next one's hash of it
+			// no longer matches.
+			resign(t, e, names[1], func(d *Digest) { d.PreviousSignature = "x" + d.PreviousSignature })
+			return ProblemChainBroken, names[2]
+		}},
+		{"bad signature", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			p := filepath.Join(e.dir, names[0])
+			b, _ := os.ReadFile(p)
+			d, err := Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Objects = []Object{} // hide the hour's records, keep the old signature
+			if err := os.WriteFile(p, Encode(d), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemBadSignature, names[0]
+		}},
+		{"missing digest hour", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			if err := os.Remove(filepath.Join(e.dir, names[1])); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemMissingDigest, names[1][:strings.LastIndex(names[1], "/")+1]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newLocalEnv(t)
+			names := writeAll(t, e.writer())
+			kind, path := tt.tamper(t, e, names)
+			rep := e.verify(t)
+			if !slices.ContainsFunc(rep.Problems, func(p Problem) bool { return p.Kind == kind && p.Path == path }) {
+				t.Fatalf("want %s %s among the problems, got %+v", kind, path, rep.Problems)
+			}
+		})
+	}
+}
+
+func TestWriteNowClosesTheOpenHour(t *testing.T) {
+	e := newLocalEnv(t)
+	e.clock = time.Now // the records' hour is still open
+	e.now = time.Now().Add(time.Hour)
+	w := e.writer()
+	names, err := w.WriteNow(context.Background())
+	if err != nil || len(names) == 0 {
+		t.Fatalf("WriteNow: %v %v", names, err)
+	}
+	rep := e.verify(t)
+	if !rep.Intact() || rep.Records != 5 {
+		t.Fatalf("after a clean stop: %+v", rep)
+	}
+	// The next hourly run continues the chain from the partial window.
+	e.clock = nil
+	e.now = time.Now().Add(2 * time.Hour)
+	more, err := e.writer().WriteDue(context.Background())
+	if err != nil || len(more) == 0 {
+		t.Fatalf("WriteDue after WriteNow: %v %v", more, err)
+	}
+	if rep := e.verify(t); !rep.Intact() {
+		t.Fatalf("after the next run: %+v", rep.Problems)
+	}
+	// A compaction after the digest leaves what it lists alone.
+	if _, err := file.Compact(e.dir, time.Now().Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := e.verify(t); !rep.Intact() {
+		t.Fatalf("after compaction: %+v", rep.Problems)
+	}
+}
+
+// TestSealKeepsDigestedJSON: a JSON file digested as such (written while another
+// writer held the hour, so compaction had not taken it) is never compacted away.
+func TestSealKeepsDigestedJSON(t *testing.T) {
+	e := newLocalEnv(t)
+	e.clock = time.Now
+	e.now = time.Now().Add(time.Hour)
+	if _, err := e.writer().WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A late file for the same hour, written after the digest.
+	s, err := file.New(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(context.Background(), audittest.Record(time.Now().Add(-time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Digest it as JSON: seal first, without compaction (what WriteNow does when the
+	// compaction lock is busy).
+	w := e.writer()
+	if _, err := w.writeUntil(context.Background(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Compact(e.dir, time.Now().Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := e.verify(t); !rep.Intact() || rep.Records != 6 {
+		t.Fatalf("compaction removed a digested JSON file: %+v", rep)
+	}
+}

@@ -1,0 +1,267 @@
+package digest
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kinds of Problem. They are stable: `aacmcp audit verify --json` prints them.
+const (
+	ProblemModified      = "modified"       // an object's bytes differ from its digest's SHA-256 or size
+	ProblemMissing       = "missing"        // an object a digest lists is gone
+	ProblemAdded         = "added"          // an object no digest lists, written during a digested window
+	ProblemChainBroken   = "chain_broken"   // a digest does not name its predecessor's path, hash and signature
+	ProblemBadSignature  = "bad_signature"  // a digest's signature does not verify, or its key is unknown
+	ProblemMalformed     = "malformed"      // a digest that does not decode, or a stray file among the digests
+	ProblemMissingDigest = "missing_digest" // an hour no digest covers
+)
+
+// Problem is one finding, about one file.
+type Problem struct {
+	Kind   string `json:"kind"`
+	Path   string `json:"path"`
+	Detail string `json:"detail"`
+}
+
+// Report is the outcome of Verify.
+type Report struct {
+	Store       string    `json:"store"`
+	From        string    `json:"from,omitempty"`
+	To          string    `json:"to"`
+	Digests     int       `json:"digests"`
+	FirstWindow string    `json:"first_window_start,omitempty"`
+	LastWindow  string    `json:"last_window_end,omitempty"`
+	Objects     int       `json:"objects"`
+	Records     int64     `json:"records"`
+	Pending     int       `json:"objects_not_yet_digested"`    // written after the last digest
+	Uncovered   int       `json:"objects_before_first_digest"` // written before digests began
+	KeyIDs      []string  `json:"key_ids"`
+	Problems    []Problem `json:"problems"`
+}
+
+// Intact reports whether Verify found nothing wrong.
+func (r *Report) Intact() bool { return len(r.Problems) == 0 }
+
+// Verifier checks a store against its digests.
+type Verifier struct {
+	Store Store
+	Keys  Keys
+	Now   func() time.Time
+	// Lag is how long after an hour ends a digest for it must exist; 0 checks only
+	// gaps between digests (the data folder: no digest is written while no server
+	// runs). The scheduled function writes S3 digests 15 minutes past the hour.
+	Lag time.Duration
+	// Progress, when set, is told how many objects have been checked of how many.
+	Progress func(done, total int)
+}
+
+type loaded struct {
+	name  string
+	bytes []byte
+	d     *Digest // nil when it does not decode
+}
+
+// Verify checks every digest whose window overlaps [from, to) (a zero from: from
+// the beginning), the chain into the first of them, and every object those digests
+// list or that was written during their windows.
+func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, error) {
+	now := time.Now
+	if v.Now != nil {
+		now = v.Now
+	}
+	if to.IsZero() {
+		to = now()
+	}
+	rep := &Report{Store: v.Store.String(), To: FormatTime(to), Problems: []Problem{}, KeyIDs: []string{}}
+	if !from.IsZero() {
+		rep.From = FormatTime(from)
+	}
+	add := func(kind, path, format string, a ...any) {
+		rep.Problems = append(rep.Problems, Problem{Kind: kind, Path: path, Detail: fmt.Sprintf(format, a...)})
+	}
+
+	names, err := v.Store.Digests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []loaded
+	for _, n := range names {
+		if !IsName(n) {
+			add(ProblemMalformed, n, "not a digest name: a file no digest writer made")
+			continue
+		}
+		b, err := v.Store.Read(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		d, derr := Decode(b)
+		if derr != nil {
+			add(ProblemMalformed, n, "%v", derr)
+		}
+		all = append(all, loaded{name: n, bytes: b, d: d})
+	}
+
+	// The window of a digest that does not decode is read from its name, so the
+	// hours it covered are not also reported as missing.
+	window := func(l loaded) (time.Time, time.Time) {
+		if l.d != nil {
+			return l.d.Start(), l.d.End()
+		}
+		var s, e time.Time
+		base := l.name[len(l.name)-len("20060102T150405.000000000Z_20060102T150405.000000000Z.json"):]
+		s, _ = time.Parse("20060102T150405.000000000Z", base[:26])
+		e, _ = time.Parse("20060102T150405.000000000Z", base[27:53])
+		return s, e
+	}
+
+	listed := map[string]bool{}
+	type check struct {
+		obj    Object
+		digest string
+	}
+	var checks []check
+	keys := map[string]bool{}
+	for i, l := range all {
+		start, end := window(l)
+		if l.d != nil {
+			for _, o := range l.d.Objects {
+				listed[o.Path] = true
+			}
+		}
+		if !end.After(from) || !start.Before(to) {
+			continue
+		}
+		rep.Digests++
+		if rep.FirstWindow == "" {
+			rep.FirstWindow = FormatTime(start)
+		}
+		rep.LastWindow = FormatTime(end)
+
+		// The link to the previous digest, and the time between the two.
+		var prev *loaded
+		if i > 0 {
+			prev = &all[i-1]
+		}
+		if l.d != nil {
+			switch {
+			case prev == nil && l.d.PreviousPath != "":
+				add(ProblemChainBroken, l.name, "names previous digest %s, which does not exist", l.d.PreviousPath)
+			case prev != nil && l.d.PreviousPath == "":
+				add(ProblemChainBroken, l.name, "names no previous digest, but %s precedes it", prev.name)
+			case prev != nil && l.d.PreviousPath != prev.name:
+				add(ProblemChainBroken, l.name, "names previous digest %s, which does not exist; the one before it is %s", l.d.PreviousPath, prev.name)
+			case prev != nil && l.d.PreviousSHA256 != Hash(prev.bytes):
+				add(ProblemChainBroken, l.name, "the SHA-256 it holds of %s does not match that file", prev.name)
+			case prev != nil && prev.d != nil && l.d.PreviousSignature != prev.d.Signature:
+				add(ProblemChainBroken, l.name, "the signature it holds of %s does not match that digest's", prev.name)
+			}
+		}
+		if prev != nil {
+			_, pend := window(*prev)
+			v.gap(add, pend, start)
+		}
+
+		if l.d == nil {
+			continue
+		}
+		keys[l.d.KeyID] = true
+		if err := v.checkSignature(ctx, l.d); err != nil {
+			add(ProblemBadSignature, l.name, "%v", err)
+		}
+		for _, o := range l.d.Objects {
+			checks = append(checks, check{o, l.name})
+		}
+	}
+	rep.KeyIDs = slices.Sorted(func(yield func(string) bool) {
+		for k := range keys {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+
+	// Hours after the last digest that should have one by now.
+	if v.Lag > 0 && len(all) > 0 {
+		_, last := window(all[len(all)-1])
+		due := now().Add(-v.Lag).UTC().Truncate(time.Hour)
+		if due.After(to) {
+			due = to
+		}
+		v.gap(add, last, due)
+	}
+
+	for i, c := range checks {
+		if v.Progress != nil {
+			v.Progress(i, len(checks))
+		}
+		b, err := v.Store.Read(ctx, c.obj.Path)
+		if errors.Is(err, ErrNotFound) {
+			add(ProblemMissing, c.obj.Path, "listed in %s, no longer in the log", c.digest)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h := Hash(b); h != c.obj.SHA256 || int64(len(b)) != c.obj.Size {
+			add(ProblemModified, c.obj.Path, "SHA-256 %s (%d bytes), %s lists %s (%d bytes)", h, len(b), c.digest, c.obj.SHA256, c.obj.Size)
+			continue
+		}
+		rep.Objects++
+		rep.Records += c.obj.Records
+	}
+	if v.Progress != nil {
+		v.Progress(len(checks), len(checks))
+	}
+
+	objs, err := v.Store.Objects(ctx, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	var firstStart, lastEnd time.Time
+	if len(all) > 0 {
+		firstStart, _ = window(all[0])
+		_, lastEnd = window(all[len(all)-1])
+	}
+	for _, o := range objs {
+		if listed[o.Path] || o.ModTime.Before(from) || !o.ModTime.Before(to) {
+			continue
+		}
+		switch {
+		case len(all) == 0 || !o.ModTime.Before(lastEnd) || o.Open:
+			rep.Pending++
+		case o.ModTime.Before(firstStart):
+			rep.Uncovered++
+		default:
+			add(ProblemAdded, o.Path, "written %s, inside digested time, and listed in no digest", FormatTime(o.ModTime))
+		}
+	}
+	return rep, nil
+}
+
+// gap reports each hour of [from, to) as without a digest.
+func (v *Verifier) gap(add func(kind, path, format string, a ...any), from, to time.Time) {
+	for h := from.UTC(); h.Before(to); h = h.Truncate(time.Hour).Add(time.Hour) {
+		end := h.Truncate(time.Hour).Add(time.Hour)
+		if end.After(to) {
+			end = to
+		}
+		add(ProblemMissingDigest, fmt.Sprintf("%sdt=%s/hour=%02d/", Prefix, h.Format(time.DateOnly), h.Hour()),
+			"no digest covers %s to %s", FormatTime(h), FormatTime(end))
+	}
+}
+
+func (v *Verifier) checkSignature(ctx context.Context, d *Digest) error {
+	pub, err := v.Keys.PublicKey(ctx, d.KeyID)
+	if err != nil {
+		return err
+	}
+	sig, err := base64.StdEncoding.DecodeString(d.Signature)
+	if err != nil || !checkSignature(pub, d.Algorithm, SignedBytes(d), sig) {
+		return fmt.Errorf("the %s signature by %s does not verify", d.Algorithm, d.KeyID)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package digest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"path"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
+)
+
+// Writer writes the digests of a store.
+type Writer struct {
+	Store  Store
+	Signer Signer
+	Now    func() time.Time
+	// Grace is how long after an hour ends its digest waits: for the local sink to
+	// close the hour's files (one minute), or for Firehose's late deliveries.
+	Grace time.Duration
+	Log   *slog.Logger
+}
+
+// MaxRecordDelay bounds how long after its timestamp a record reaches the log. An
+// object holding only older records, written after the previous digest, would be
+// missed by the writer and reported as added by audit verify.
+const MaxRecordDelay = 48 * time.Hour
+
+// preparer is a store whose objects change after they are written (the data folder:
+// compaction replaces JSON files by Parquet), so the digest must first settle them.
+type preparer interface {
+	prepare(before time.Time) error
+	seal(end time.Time) error
+}
+
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Writer) log() *slog.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return slog.Default()
+}
+
+// WriteDue writes a digest for every hour that ended at least Grace ago and has none,
+// empty hours included. It returns the paths written.
+func (w *Writer) WriteDue(ctx context.Context) ([]string, error) {
+	end := w.now().Add(-w.Grace).UTC().Truncate(time.Hour)
+	if p, ok := w.Store.(preparer); ok {
+		if err := p.prepare(end); err != nil {
+			return nil, err
+		}
+	}
+	return w.writeUntil(ctx, end)
+}
+
+// WriteNow closes the open window: it digests everything written up to this moment
+// (a clean stop of the server, after its sink is closed).
+func (w *Writer) WriteNow(ctx context.Context) ([]string, error) {
+	if p, ok := w.Store.(preparer); ok {
+		// The hour under way too: its files are closed, and left as JSON they would be
+		// compacted (removed) after this digest lists them.
+		if err := p.prepare(w.now().UTC().Truncate(time.Hour).Add(time.Hour)); err != nil {
+			return nil, err
+		}
+	}
+	// Taken after compaction: the Parquet files it wrote belong to this window.
+	return w.writeUntil(ctx, w.now().UTC())
+}
+
+func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error) {
+	names, err := w.Store.Digests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var prev *Digest
+	var prevName string
+	var prevBytes []byte
+	for i := len(names) - 1; i >= 0 && prev == nil; i-- {
+		if !IsName(names[i]) {
+			continue
+		}
+		prevName = names[i]
+		if prevBytes, err = w.Store.Read(ctx, prevName); err != nil {
+			return nil, err
+		}
+		// A damaged last digest stops the chain here rather than be built upon:
+		// audit verify names it, and an operator decides.
+		if prev, err = Decode(prevBytes); err != nil {
+			return nil, fmt.Errorf("digest: the last digest %s: %w", prevName, err)
+		}
+	}
+	if p, ok := w.Store.(preparer); ok {
+		if err := p.seal(end); err != nil {
+			return nil, err
+		}
+	}
+	// An object written during the windows ahead holds records of at most a few
+	// hours before (Firehose retries within the stream's 24-hour retention; the
+	// forwarder's events are at most 6 hours old): the listing starts two days back
+	// instead of at the oldest object.
+	var since time.Time
+	if prev != nil {
+		since = prev.End().Add(-MaxRecordDelay)
+	}
+	objs, err := w.Store.Objects(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	var start time.Time
+	if prev != nil {
+		start = prev.End()
+	} else {
+		start = end.Truncate(time.Hour)
+		for _, o := range objs {
+			if o.ModTime.Before(start) {
+				start = o.ModTime.UTC().Truncate(time.Hour)
+			}
+		}
+		if !start.Before(end) {
+			start = end.Add(-time.Hour)
+		}
+	}
+	// A file a writer still holds may grow: the window ends before its last write, so
+	// it is digested once closed, in a later window.
+	for _, o := range objs {
+		if o.Open && o.ModTime.Before(end) {
+			if !o.ModTime.After(start) {
+				// Already inside digested time: it can only join the next window's
+				// catch-up, or (held for longer than a window) be reported as added.
+				w.log().Warn("audit digest: a file held open since before the last digest", "path", o.Path)
+				continue
+			}
+			end = o.ModTime.UTC()
+		}
+	}
+	// Objects of the last digest's window that it does not list go into the next one:
+	// a file closed just after that digest was listed can carry an mtime inside its
+	// window (file times come from the kernel's coarse clock, a few milliseconds
+	// behind), and would otherwise be in no digest at all.
+	from := start
+	prevListed := map[string]bool{}
+	if prev != nil {
+		from = prev.Start()
+		for _, o := range prev.Objects {
+			prevListed[o.Path] = true
+		}
+	}
+	var written []string
+	for start.Before(end) {
+		wend := start.Truncate(time.Hour).Add(time.Hour)
+		if wend.After(end) {
+			wend = end
+		}
+		d := &Digest{
+			DigestVersion: Version,
+			WindowStart:   FormatTime(start),
+			WindowEnd:     FormatTime(wend),
+			Objects:       []Object{},
+			KeyID:         w.Signer.KeyID(),
+			Algorithm:     w.Signer.Algorithm(),
+		}
+		for _, o := range objs {
+			if o.Open || o.ModTime.Before(from) || !o.ModTime.Before(wend) || prevListed[o.Path] {
+				continue
+			}
+			obj, err := describe(ctx, w.Store, o.Path)
+			if err != nil {
+				return written, err
+			}
+			d.Objects = append(d.Objects, obj)
+		}
+		if prev != nil {
+			d.PreviousPath, d.PreviousSHA256, d.PreviousSignature = prevName, Hash(prevBytes), prev.Signature
+		}
+		sig, err := w.Signer.Sign(ctx, SignedBytes(d))
+		if err != nil {
+			return written, err
+		}
+		d.Signature = base64.StdEncoding.EncodeToString(sig)
+		b := Encode(d)
+		name := Name(start, wend)
+		if err := w.Store.WriteDigest(ctx, name, b); err != nil {
+			return written, err
+		}
+		w.log().Info("audit digest written", "path", name, "objects", len(d.Objects))
+		written = append(written, name)
+		prev, prevName, prevBytes, start, from = d, name, b, wend, wend
+		clear(prevListed)
+	}
+	return written, nil
+}
+
+// describe reads an object and says what a digest lists of it.
+func describe(ctx context.Context, s Store, p string) (Object, error) {
+	b, err := s.Read(ctx, p)
+	if err != nil {
+		return Object{}, err
+	}
+	sum, err := file.Summarize(path.Base(p), b)
+	if err != nil {
+		// An object that does not decode is still listed: its hash is what proves
+		// it unchanged; the count stays 0.
+		sum = file.Summary{}
+	}
+	return Object{
+		Path: p, SHA256: Hash(b), Size: int64(len(b)),
+		Records: sum.Records, FirstTimestamp: sum.First, LastTimestamp: sum.Last,
+	}, nil
+}
