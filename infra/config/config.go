@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 // Context keys. Each is documented in docs/deploy.md.
@@ -141,18 +143,8 @@ type Config struct {
 }
 
 // JWTConfig is the external JWT issuer's configuration, passed to the authorizer as
-// its AACMCP_JWT_* environment.
-type JWTConfig struct {
-	Issuer         string
-	Audiences      []string
-	Clients        []string
-	JWKSURL        string
-	Algorithms     []string
-	UserClaim      string
-	Workspace      string
-	WorkspaceClaim string
-	RequireATJWT   bool
-}
+// its AACMCP_JWT_* environment: the very struct the authorizer reads back from it.
+type JWTConfig = lambdaenv.JWT
 
 // ExternalIssuer reports whether an external OpenID Connect provider replaces Cognito.
 func (c Config) ExternalIssuer() bool { return c.OIDCIssuer != "" }

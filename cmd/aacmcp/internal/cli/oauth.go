@@ -294,13 +294,4 @@ func newOAuthGrantRevokeCmd(g *globals) *cobra.Command {
 	})
 }
 
-func grantState(r store.OAuthGrant, now time.Time) string {
-	switch {
-	case r.RevokedAt != nil:
-		return "revoked " + fmtTime(*r.RevokedAt)
-	case !now.Before(r.ExpiresAt):
-		return "expired"
-	default:
-		return "active"
-	}
-}
+func grantState(r store.OAuthGrant, now time.Time) string { return lifeState(r.RevokedAt, r.ExpiresAt, now) }

@@ -135,11 +135,15 @@ func newTokenListCmd(g *globals) *cobra.Command {
 	return c
 }
 
-func tokenState(r auth.TokenRecord, now time.Time) string {
+func tokenState(r auth.TokenRecord, now time.Time) string { return lifeState(r.RevokedAt, r.ExpiresAt, now) }
+
+// lifeState is the STATE column of anything that is revoked or expires: tokens and
+// OAuth grants.
+func lifeState(revokedAt *time.Time, expiresAt, now time.Time) string {
 	switch {
-	case r.RevokedAt != nil:
-		return "revoked " + fmtTime(*r.RevokedAt)
-	case !now.Before(r.ExpiresAt):
+	case revokedAt != nil:
+		return "revoked " + fmtTime(*revokedAt)
+	case !now.Before(expiresAt):
 		return "expired"
 	default:
 		return "active"
