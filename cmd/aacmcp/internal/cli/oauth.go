@@ -294,4 +294,6 @@ func newOAuthGrantRevokeCmd(g *globals) *cobra.Command {
 	})
 }
 
-func grantState(r store.OAuthGrant, now time.Time) string { return lifeState(r.RevokedAt, r.ExpiresAt, now) }
+func grantState(r store.OAuthGrant, now time.Time) string {
+	return lifeState(r.RevokedAt, r.ExpiresAt, now)
+}

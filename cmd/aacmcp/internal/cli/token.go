@@ -135,7 +135,9 @@ func newTokenListCmd(g *globals) *cobra.Command {
 	return c
 }
 
-func tokenState(r auth.TokenRecord, now time.Time) string { return lifeState(r.RevokedAt, r.ExpiresAt, now) }
+func tokenState(r auth.TokenRecord, now time.Time) string {
+	return lifeState(r.RevokedAt, r.ExpiresAt, now)
+}
 
 // lifeState is the STATE column of anything that is revoked or expires: tokens and
 // OAuth grants.
