@@ -57,10 +57,10 @@ func TestSampleEvents(t *testing.T) {
 	fn, err := mcpfn.Build(ctx, cfg, mcpfn.Deps{
 		// A fixed HMAC key keeps args_hmac identical on every run.
 		HMACKey: []byte("apigw-golden-digest-key-32-bytes"),
-		DB:        env.DB,
-		Audit:     capture,
-		Stdout:    &emf,
-		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		DB:      env.DB,
+		Audit:   capture,
+		Stdout:  &emf,
+		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		// A fixed clock keeps dates (usage days, the dashboard's default range)
 		// identical on every run.
 		Now: func() time.Time { return fixedNow },
