@@ -28,6 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
@@ -323,6 +324,8 @@ func TestMissingConfigurationFailsInit(t *testing.T) {
 		want         string // what the log line must name; "" is missing
 	}{
 		{bin: bins.mcp, missing: "AACMCP_TABLE"},
+		// Without the opt-in the audit HMAC key's secret is required.
+		{bin: bins.mcp, missing: mcpfn.EnvHMACKeyEphemeral, want: mcpfn.EnvHMACKeySecretARN},
 		{bin: bins.authorizer, missing: "AACMCP_TOKENS_TABLE"},
 		{bin: bins.oauth, missing: "AACMCP_TOKENS_TABLE", extra: oauthEnv},
 		{bin: bins.oauth, missing: "AACMCP_OIDC_ISSUER", extra: oauthEnv},

@@ -26,9 +26,11 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		return nil, env.Logger, err
 	}
 	sm := secretsmanager.NewFromConfig(env.AWS)
-	key, err := HMACKey(ctx, sm, getenv(EnvHMACKeySecretARN))
-	if err != nil {
-		return nil, env.Logger, err
+	var key []byte // nil: Build keys the digests per instance, and says so
+	if arn := getenv(EnvHMACKeySecretARN); arn != "" || getenv(EnvHMACKeyEphemeral) != "true" {
+		if key, err = HMACKey(ctx, sm, arn); err != nil {
+			return nil, env.Logger, err
+		}
 	}
 	fn, err := Build(ctx, env.Config, Deps{
 		DB:      dynamodb.NewFromConfig(env.AWS),
@@ -44,6 +46,12 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 // EnvHMACKeySecretARN names the Secrets Manager secret holding the deployment's
 // audit HMAC key (hex, at least 32 bytes), read once at cold start.
 const EnvHMACKeySecretARN = "AACMCP_AUDIT_HMAC_KEY_ARN"
+
+// EnvHMACKeyEphemeral set to "true", with no secret ARN, keys the digests with a
+// random key of the instance's own. It is the explicit opt-in of emulators that have
+// no Secrets Manager (the Runtime Interface Emulator tests); the stack never sets it,
+// and without either variable the function refuses to start.
+const EnvHMACKeyEphemeral = "AACMCP_AUDIT_HMAC_KEY_EPHEMERAL"
 
 // HMACKey reads the audit HMAC key from Secrets Manager. The variable is
 // required: without it each instance would key its digests differently, and equal

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
@@ -226,6 +227,9 @@ func (e *Env) Environ() []string {
 		"AWS_EC2_METADATA_DISABLED=true",
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + os.TempDir(),
+		// No Secrets Manager emulator exists here for the audit HMAC key: the MCP
+		// function's explicit opt-in to a per-instance key.
+		mcpfn.EnvHMACKeyEphemeral + "=true",
 	}
 	for _, k := range []string{lambdaenv.EnvTable, lambdaenv.EnvTokensTable, lambdaenv.EnvAuditStream, lambdaenv.EnvRateLimit, lambdaenv.EnvAuthFailLimit} {
 		env = append(env, k+"="+e.Getenv(k))
