@@ -142,7 +142,7 @@ func (e *awsEnv) invoke(t *testing.T, tool, body, reqID string, remaining time.D
 		Headers:        map[string]string{"Host": "abc.execute-api.us-east-1.amazonaws.com", "Content-Type": "application/json"},
 		PathParameters: map[string]string{"name": tool},
 		RequestContext: events.APIGatewayProxyRequestContext{
-			RequestID: reqID, Stage: "prod", Path: "/prod/tools/" + tool, HTTPMethod: http.MethodPost,
+			RequestID: reqID, ExtendedRequestID: reqID, Stage: "prod", Path: "/prod/tools/" + tool, HTTPMethod: http.MethodPost,
 			Identity: events.APIGatewayRequestIdentity{SourceIP: "203.0.113.7"},
 			Authorizer: map[string]any{
 				"workspace_id": faultWS, "user_id": faultUser, "token_id": "tok_fault",
