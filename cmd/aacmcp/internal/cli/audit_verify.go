@@ -46,7 +46,8 @@ Exit status 0 and a summary when the log is intact; 1 and one line per problem, 
 when it is not. Public keys come from <data>/audit-digest-keys/ (local digests are
 signed with <data>/audit-digest.key), from KMS GetPublicKey for digests that name a
 KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere.
---from and --to (RFC 3339) bound the digests checked.`,
+--from and --to (RFC 3339) bound the digests checked. --endpoint-url is for S3 only;
+the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 		Example: `  aacmcp audit verify --data ./.aacmcp
   aacmcp audit verify --s3 s3://aacmcp-auditbucket-1a2b3c --from 2026-12-01T00:00:00Z --json`,
 		Args: wrapArgs(cobra.NoArgs),
@@ -117,7 +118,7 @@ KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere
 	c.Flags().StringVar(&from, "from", "", "check digests of windows ending after this time (RFC 3339)")
 	c.Flags().StringVar(&to, "to", "", "check digests of windows starting before this time (RFC 3339; default now)")
 	c.Flags().StringVar(&region, "region", "", "AWS region of the bucket and key (--s3)")
-	c.Flags().StringVar(&endpoint, "endpoint-url", "", "S3 endpoint, e.g. a local S3 server (--s3; path-style addressing)")
+	c.Flags().StringVar(&endpoint, "endpoint-url", "", "S3 endpoint, e.g. a local S3 server (--s3; path-style addressing; KMS: AWS_ENDPOINT_URL_KMS)")
 	c.Flags().StringVar(&pubKey, "public-key", "", "verify only against this Ed25519 public key (PEM), kept apart from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c

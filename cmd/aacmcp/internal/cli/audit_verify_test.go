@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/aacworkflow/aacmcp/functions/digest/digestfn"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
 	"github.com/aacworkflow/aacmcp/shared/audit/digest"
 	"github.com/aacworkflow/aacmcp/test/emulator"
+	"github.com/aacworkflow/aacmcp/test/kmsemu"
 )
 
 // TestServeCleanStopDigestsTheOpenHour: records written by a running server are in a
@@ -120,5 +124,88 @@ func TestAuditVerifyS3(t *testing.T) {
 	r := run(t, nil, args...)
 	if r.code != ExitFailure || !strings.Contains(r.stdout, "missing") || !strings.Contains(r.stdout, key) {
 		t.Fatalf("verify --s3 of a deleted object: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestAuditVerifyS3WithKMS runs the deployed path end to end on emulators: the digest
+// function's handler digests a bucket on s3rver, signing with a key on local-kms, and
+// `audit verify --s3` (its KMS endpoint from AWS_ENDPOINT_URL_KMS, as the SDK reads
+// it) fetches that key's public key with GetPublicKey. Intact it exits 0; once one
+// digest is re-signed with another KMS key, 1, naming the digest's bad signature.
+func TestAuditVerifyS3WithKMS(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	srv := emulator.StartT(t, emulator.S3rver)
+	kmsSrv := kmsemu.Start(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+	t.Setenv("AWS_REGION", emulator.Region)
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_KMS", kmsSrv.Endpoint)
+	ctx := context.Background()
+	client := s3.NewFromConfig(srv.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Now().UTC()
+	key := "audit/" + ts.Format("dt=2006-01-02/hour=15/") + "AuditDelivery-1.json"
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(key),
+		Body: bytes.NewReader(audit.AppendLine(nil, audittest.Record(ts)))}); err != nil {
+		t.Fatal(err)
+	}
+
+	kmsc := kmsSrv.Client()
+	keyARN := kmsSrv.CreateSigningKey(t)
+	fn := digestfn.New(client, kmsc, "audit", keyARN, slog.New(slog.DiscardHandler))
+	// Minute 50, two hours on: the object's hour and the next are digested (minute 15)
+	// and verify expects both (75 minutes).
+	now := ts.Truncate(time.Hour).Add(2*time.Hour + 50*time.Minute)
+	fn.Writer.Now = func() time.Time { return now }
+	if err := fn.Handle(ctx, map[string]any{"source": "aws.events"}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fn.Writer.Store.Digests(ctx)
+	if err != nil || len(names) != 2 {
+		t.Fatalf("digests written: %v %v", names, err)
+	}
+
+	verify := func() (result, digest.Report) {
+		t.Helper()
+		var out, errb syncBuffer
+		code := Run(ctx, []string{"audit", "verify", "--s3", "s3://audit", "--endpoint-url", srv.Endpoint, "--json"},
+			Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: func() time.Time { return now }})
+		r := result{stdout: out.String(), stderr: errb.String(), code: code}
+		return r, decodeJSON[digest.Report](t, r.stdout)
+	}
+	r, rep := verify()
+	if r.code != ExitOK || !rep.Intact() || rep.Digests != 2 || rep.Objects != 1 || !slices.Equal(rep.KeyIDs, []string{keyARN}) {
+		t.Fatalf("verify --s3 with KMS: exit %d %+v\n%s", r.code, rep, r.stderr)
+	}
+
+	// The first digest, same content and key id, signed by another key of the account.
+	b, err := fn.Writer.Store.Read(ctx, names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := digest.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &digest.KMSSigner{Client: kmsc, KeyARN: kmsSrv.CreateSigningKey(t)}
+	sig, err := other.Sign(ctx, digest.SignedBytes(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Signature = base64.StdEncoding.EncodeToString(sig)
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(names[0]),
+		Body: bytes.NewReader(digest.Encode(d))}); err != nil {
+		t.Fatal(err)
+	}
+	r, rep = verify()
+	if r.code != ExitFailure || !slices.ContainsFunc(rep.Problems, func(p digest.Problem) bool {
+		return p.Kind == digest.ProblemBadSignature && p.Path == names[0]
+	}) {
+		t.Fatalf("verify --s3 of a digest re-signed with another key: exit %d %+v\n%s", r.code, rep, r.stderr)
 	}
 }
