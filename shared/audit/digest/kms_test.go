@@ -130,8 +130,8 @@ func TestKMSSignerErrors(t *testing.T) {
 }
 
 // TestKMSKeys: a log signed through KMS verifies with the public key KMS returns,
-// fetched once; keys that cannot have signed a digest are refused; a digest
-// re-signed with another KMS key is named.
+// fetched once; keys that cannot have signed a digest are refused, and with a pin
+// every key but the pinned ones; a digest re-signed with another KMS key is named.
 func TestKMSKeys(t *testing.T) {
 	ctx := context.Background()
 	emu := kmsemu.Start(t)
@@ -171,6 +171,20 @@ func TestKMSKeys(t *testing.T) {
 		var nf *kmstypes.NotFoundException
 		if _, err := (&KMSKeys{Client: c}).PublicKey(ctx, arn+"0"); !errors.As(err, &nf) {
 			t.Errorf("a key KMS does not have: %v, want NotFoundException", err)
+		}
+	})
+
+	t.Run("pinned", func(t *testing.T) {
+		other := emu.CreateSigningKey(t)
+		pinned := &KMSKeys{Client: c, Only: []string{arn}}
+		if _, err := pinned.PublicKey(ctx, arn); err != nil {
+			t.Errorf("the pinned key: %v", err)
+		}
+		if _, err := pinned.PublicKey(ctx, other); !errors.Is(err, ErrUnknownKey) {
+			t.Errorf("another signing key with a pin: %v, want ErrUnknownKey", err)
+		}
+		if _, err := (&KMSKeys{Client: c}).PublicKey(ctx, other); err != nil {
+			t.Errorf("another signing key without a pin: %v", err)
 		}
 	})
 

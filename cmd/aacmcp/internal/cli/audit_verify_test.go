@@ -71,6 +71,8 @@ func TestAuditVerifyUsage(t *testing.T) {
 		{"audit", "verify", "--from", "yesterday"},
 		{"audit", "verify", "--endpoint-url", "http://127.0.0.1:1"},
 		{"audit", "verify", "--s3", "s3://b", "--data", "x"},
+		{"audit", "verify", "--kms-key", "arn:aws:kms:us-east-1:111122223333:key/k"},
+		{"audit", "verify", "--s3", "s3://b", "--kms-key", "arn:aws:kms:us-east-1:111122223333:key/k", "--public-key", "k.pem"},
 	} {
 		if r := run(t, nil, args...); r.code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d\n%s", args, r.code, ExitUsage, r.stderr)
@@ -131,7 +133,8 @@ func TestAuditVerifyS3(t *testing.T) {
 // function's handler digests a bucket on s3rver, signing with a key on local-kms, and
 // `audit verify --s3` (its KMS endpoint from AWS_ENDPOINT_URL_KMS, as the SDK reads
 // it) fetches that key's public key with GetPublicKey. Intact it exits 0; once one
-// digest is re-signed with another KMS key, 1, naming the digest's bad signature.
+// digest is re-signed with another KMS key, 1, naming the digest's bad signature; and
+// with --kms-key, 1 too for a digest that names another key and is signed by it.
 func TestAuditVerifyS3WithKMS(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	srv := emulator.StartT(t, emulator.S3rver)
@@ -170,42 +173,62 @@ func TestAuditVerifyS3WithKMS(t *testing.T) {
 		t.Fatalf("digests written: %v %v", names, err)
 	}
 
-	verify := func() (result, digest.Report) {
+	verify := func(extra ...string) (result, digest.Report) {
 		t.Helper()
 		var out, errb syncBuffer
-		code := Run(ctx, []string{"audit", "verify", "--s3", "s3://audit", "--endpoint-url", srv.Endpoint, "--json"},
+		args := append([]string{"audit", "verify", "--s3", "s3://audit", "--endpoint-url", srv.Endpoint, "--json"}, extra...)
+		code := Run(ctx, args,
 			Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: func() time.Time { return now }})
 		r := result{stdout: out.String(), stderr: errb.String(), code: code}
 		return r, decodeJSON[digest.Report](t, r.stdout)
 	}
-	r, rep := verify()
-	if r.code != ExitOK || !rep.Intact() || rep.Digests != 2 || rep.Objects != 1 || !slices.Equal(rep.KeyIDs, []string{keyARN}) {
-		t.Fatalf("verify --s3 with KMS: exit %d %+v\n%s", r.code, rep, r.stderr)
+	for _, pin := range [][]string{nil, {"--kms-key", keyARN}} {
+		if r, rep := verify(pin...); r.code != ExitOK || !rep.Intact() || rep.Digests != 2 || rep.Objects != 1 || !slices.Equal(rep.KeyIDs, []string{keyARN}) {
+			t.Fatalf("verify --s3 with KMS %v: exit %d %+v\n%s", pin, r.code, rep, r.stderr)
+		}
 	}
 
-	// The first digest, same content and key id, signed by another key of the account.
-	b, err := fn.Writer.Store.Read(ctx, names[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := digest.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := &digest.KMSSigner{Client: kmsc, KeyARN: kmsSrv.CreateSigningKey(t)}
-	sig, err := other.Sign(ctx, digest.SignedBytes(d))
-	if err != nil {
-		t.Fatal(err)
+	// resign replaces a digest with change(digest) signed by other.
+	resign := func(name string, change func(*digest.Digest)) {
+		t.Helper()
+		b, err := fn.Writer.Store.Read(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := digest.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(d)
+		sig, err := other.Sign(ctx, digest.SignedBytes(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Signature = base64.StdEncoding.EncodeToString(sig)
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(name),
+			Body: bytes.NewReader(digest.Encode(d))}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	d.Signature = base64.StdEncoding.EncodeToString(sig)
-	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(names[0]),
-		Body: bytes.NewReader(digest.Encode(d))}); err != nil {
-		t.Fatal(err)
+	badSignature := func(rep digest.Report, name string) bool {
+		return slices.ContainsFunc(rep.Problems, func(p digest.Problem) bool {
+			return p.Kind == digest.ProblemBadSignature && p.Path == name
+		})
 	}
-	r, rep = verify()
-	if r.code != ExitFailure || !slices.ContainsFunc(rep.Problems, func(p digest.Problem) bool {
-		return p.Kind == digest.ProblemBadSignature && p.Path == names[0]
-	}) {
+
+	// The newest digest, naming the other key and signed by it: only a pin tells.
+	resign(names[1], func(d *digest.Digest) { d.KeyID = other.KeyARN })
+	if r, rep := verify(); r.code != ExitOK {
+		t.Fatalf("unpinned verify of a digest signed by another key it names: exit %d %+v (the documented limit changed? update docs/security.md)", r.code, rep)
+	}
+	if r, rep := verify("--kms-key", keyARN); r.code != ExitFailure || !badSignature(rep, names[1]) {
+		t.Fatalf("pinned verify of a digest signed by another key it names: exit %d %+v\n%s", r.code, rep, r.stderr)
+	}
+
+	// The first digest, same content and key id, signed by the other key.
+	resign(names[0], func(*digest.Digest) {})
+	if r, rep := verify(); r.code != ExitFailure || !badSignature(rep, names[0]) {
 		t.Fatalf("verify --s3 of a digest re-signed with another key: exit %d %+v\n%s", r.code, rep, r.stderr)
 	}
 }
