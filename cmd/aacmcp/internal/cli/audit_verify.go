@@ -69,6 +69,9 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 					return usagef("--to: want RFC 3339, such as 2026-12-01T12:00:00Z")
 				}
 			}
+			if pubKey != "" && len(kmsKeys) > 0 {
+				return usagef("give --public-key or --kms-key, not both")
+			}
 			v := &digest.Verifier{Now: g.env.now}
 			if s3URL != "" {
 				if c.Flags().Changed("data") {
@@ -88,9 +91,6 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 				}
 			}
 			if pubKey != "" {
-				if len(kmsKeys) > 0 {
-					return usagef("give --public-key or --kms-key, not both")
-				}
 				b, err := os.ReadFile(pubKey)
 				if err != nil {
 					return usagef("--public-key: %v", err)

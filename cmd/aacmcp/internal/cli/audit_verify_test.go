@@ -66,16 +66,22 @@ func TestServeCleanStopDigestsTheOpenHour(t *testing.T) {
 }
 
 func TestAuditVerifyUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{"audit", "verify", "--s3", "http://bucket"},
-		{"audit", "verify", "--from", "yesterday"},
-		{"audit", "verify", "--endpoint-url", "http://127.0.0.1:1"},
-		{"audit", "verify", "--s3", "s3://b", "--data", "x"},
-		{"audit", "verify", "--kms-key", "arn:aws:kms:us-east-1:111122223333:key/k"},
-		{"audit", "verify", "--s3", "s3://b", "--kms-key", "arn:aws:kms:us-east-1:111122223333:key/k", "--public-key", "k.pem"},
-	} {
-		if r := run(t, nil, args...); r.code != ExitUsage {
-			t.Errorf("%v: exit %d, want %d\n%s", args, r.code, ExitUsage, r.stderr)
+	const arn = "arn:aws:kms:us-east-1:111122223333:key/k"
+	tests := []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"--s3", "http://bucket"}, "want s3://bucket[/prefix]"},
+		{[]string{"--from", "yesterday"}, "--from: want RFC 3339"},
+		{[]string{"--endpoint-url", "http://127.0.0.1:1"}, "go with --s3"},
+		{[]string{"--s3", "s3://b", "--data", "x"}, "give --data or --s3, not both"},
+		{[]string{"--kms-key", arn}, "go with --s3"},
+		{[]string{"--s3", "s3://b", "--kms-key", arn, "--public-key", "k.pem"}, "give --public-key or --kms-key, not both"},
+	}
+	for _, tt := range tests {
+		r := run(t, nil, append([]string{"audit", "verify"}, tt.args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s", tt.args, r.code, ExitUsage, tt.want, r.stderr)
 		}
 	}
 }
