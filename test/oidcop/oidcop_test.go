@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,8 +183,9 @@ func TestLoginForm(t *testing.T) {
 	}
 }
 
-// TestNotLinkedIntoBinaries keeps the example OP, an in-memory provider with a fixed
-// password, out of everything that is deployed or shipped.
+// TestNotLinkedIntoBinaries keeps the test-only servers out of everything that is
+// deployed or shipped: the example OP (an in-memory provider with a fixed password)
+// and test/kmsemu's KMS emulator (local-kms, whose keys sit unencrypted on disk).
 func TestNotLinkedIntoBinaries(t *testing.T) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
@@ -199,9 +201,11 @@ func TestNotLinkedIntoBinaries(t *testing.T) {
 		t.Fatalf("go list -deps did not list cmd/aacmcp; the patterns match nothing?\n%s", out)
 	}
 	self := reflect.TypeFor[OP]().PkgPath()
+	testOnly := []string{self, "github.com/aacworkflow/aacmcp/test/kmsemu"}
+	testOnlyPrefixes := []string{"github.com/zitadel/", "github.com/nsmithuk/"}
 	for pkg := range strings.Lines(string(out)) {
 		pkg = strings.TrimSpace(pkg)
-		if pkg == self || strings.HasPrefix(pkg, "github.com/zitadel/") {
+		if slices.Contains(testOnly, pkg) || slices.ContainsFunc(testOnlyPrefixes, func(p string) bool { return strings.HasPrefix(pkg, p) }) {
 			t.Errorf("%s is linked into a binary under functions/ or cmd/", pkg)
 		}
 	}

@@ -243,11 +243,18 @@ func (s *KMSSigner) Sign(ctx context.Context, msg []byte) ([]byte, error) {
 // KMSKeys fetches public keys with GetPublicKey, once per key.
 type KMSKeys struct {
 	Client KMSAPI
-	mu     sync.Mutex
-	cache  map[string]crypto.PublicKey
+	// Only, when set, are the only key ARNs accepted. Without it any ECDSA_SHA_256
+	// signing key the caller may read verifies: a digest rewritten and signed with
+	// another key of the account, naming that key, would pass.
+	Only  []string
+	mu    sync.Mutex
+	cache map[string]crypto.PublicKey
 }
 
 func (k *KMSKeys) PublicKey(ctx context.Context, id string) (crypto.PublicKey, error) {
+	if len(k.Only) > 0 && !slices.Contains(k.Only, id) {
+		return nil, fmt.Errorf("%w: %s is not a pinned key", ErrUnknownKey, id)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if p, ok := k.cache[id]; ok {

@@ -31,6 +31,7 @@ const progressMin = 50
 func newAuditVerifyCmd(g *globals) *cobra.Command {
 	var (
 		s3URL, from, to, region, endpoint, pubKey string
+		kmsKeys                                   []string
 		asJSON                                    bool
 	)
 	c := &cobra.Command{
@@ -45,10 +46,14 @@ hour that ended more than 75 minutes ago either).
 Exit status 0 and a summary when the log is intact; 1 and one line per problem, by file,
 when it is not. Public keys come from <data>/audit-digest-keys/ (local digests are
 signed with <data>/audit-digest.key), from KMS GetPublicKey for digests that name a
-KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere.
---from and --to (RFC 3339) bound the digests checked.`,
+KMS key (--s3; --kms-key pins the stack's AuditDigestKey, which you should: without
+it any signing key you may read is accepted), or only from --public-key, which pins
+the key you kept elsewhere.
+--from and --to (RFC 3339) bound the digests checked. --endpoint-url is for S3 only;
+the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 		Example: `  aacmcp audit verify --data ./.aacmcp
-  aacmcp audit verify --s3 s3://aacmcp-auditbucket-1a2b3c --from 2026-12-01T00:00:00Z --json`,
+  aacmcp audit verify --s3 s3://aacmcp-auditbucket-1a2b3c --from 2026-12-01T00:00:00Z --json \
+    --kms-key arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab`,
 		Args: wrapArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
@@ -64,18 +69,21 @@ KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere
 					return usagef("--to: want RFC 3339, such as 2026-12-01T12:00:00Z")
 				}
 			}
+			if pubKey != "" && len(kmsKeys) > 0 {
+				return usagef("give --public-key or --kms-key, not both")
+			}
 			v := &digest.Verifier{Now: g.env.now}
 			if s3URL != "" {
 				if c.Flags().Changed("data") {
 					return usagef("give --data or --s3, not both")
 				}
-				if v.Store, v.Keys, err = s3Verifier(ctx, s3URL, region, endpoint); err != nil {
+				if v.Store, v.Keys, err = s3Verifier(ctx, s3URL, region, endpoint, kmsKeys); err != nil {
 					return err
 				}
 				v.Lag = s3DigestLag
 			} else {
-				if region != "" || endpoint != "" {
-					return usagef("--region and --endpoint-url go with --s3")
+				if region != "" || endpoint != "" || len(kmsKeys) > 0 {
+					return usagef("--region, --endpoint-url and --kms-key go with --s3")
 				}
 				v.Store = digest.LocalStore{Dir: g.dataDir}
 				if v.Keys, err = digest.DataFolderKeys(g.dataDir); err != nil {
@@ -117,14 +125,15 @@ KMS key (--s3), or only from --public-key, which pins the key you kept elsewhere
 	c.Flags().StringVar(&from, "from", "", "check digests of windows ending after this time (RFC 3339)")
 	c.Flags().StringVar(&to, "to", "", "check digests of windows starting before this time (RFC 3339; default now)")
 	c.Flags().StringVar(&region, "region", "", "AWS region of the bucket and key (--s3)")
-	c.Flags().StringVar(&endpoint, "endpoint-url", "", "S3 endpoint, e.g. a local S3 server (--s3; path-style addressing)")
+	c.Flags().StringVar(&endpoint, "endpoint-url", "", "S3 endpoint, e.g. a local S3 server (--s3; path-style addressing; KMS: AWS_ENDPOINT_URL_KMS)")
+	c.Flags().StringArrayVar(&kmsKeys, "kms-key", nil, "accept only digests signed by this KMS key ARN (--s3; repeat for a rotation)")
 	c.Flags().StringVar(&pubKey, "public-key", "", "verify only against this Ed25519 public key (PEM), kept apart from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
 }
 
 // s3Verifier is the store and key source for --s3.
-func s3Verifier(ctx context.Context, raw, region, endpoint string) (digest.Store, digest.Keys, error) {
+func s3Verifier(ctx context.Context, raw, region, endpoint string, only []string) (digest.Store, digest.Keys, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" {
 		return nil, nil, usagef("--s3 %q: want s3://bucket[/prefix]", raw)
@@ -154,7 +163,7 @@ func s3Verifier(ctx context.Context, raw, region, endpoint string) (digest.Store
 			o.BaseEndpoint, o.UsePathStyle = aws.String(endpoint), true
 		}
 	})
-	return digest.S3Store{Client: client, Bucket: u.Host, Prefix: prefix}, &digest.KMSKeys{Client: kms.NewFromConfig(cfg)}, nil
+	return digest.S3Store{Client: client, Bucket: u.Host, Prefix: prefix}, &digest.KMSKeys{Client: kms.NewFromConfig(cfg), Only: only}, nil
 }
 
 // progress shows a bar of the objects checked on a terminal, for runs long enough to
