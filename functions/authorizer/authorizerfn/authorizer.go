@@ -9,9 +9,10 @@
 //     unknown, expired, revoked, a JWT that fails) is a Deny policy for the whole
 //     API under the PrincipalID DeniedPrincipal, with no context. API Gateway
 //     answers it with the ACCESS_DENIED gateway response, whose challenge says
-//     error="invalid_token" (RFC 6750 section 3.1), and caches it per
-//     Authorization header for the TTL like any policy: the token cannot turn
-//     valid in that time;
+//     error="invalid_token" (RFC 6750 section 3.1, the rule `aacmcp serve` applies
+//     to any non-blank header), and caches it per Authorization header for the
+//     TTL like any policy, which holds no valid token: revocation and expiry are
+//     final (docs/decisions.md has the rare exceptions);
 //   - no credential at all, or a source IP past the failed-attempt limit (refused
 //     without a token lookup), is the error "Unauthorized": the UNAUTHORIZED
 //     gateway response, a challenge without an error code. Nothing was decided
