@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -33,7 +34,9 @@ var env *lambdatest.Env
 func TestMain(m *testing.M) { lambdatest.Main(m, &env) }
 
 type golden struct {
-	// Error is the function error API Gateway sees ("Unauthorized" = 401).
+	// Error is the function error API Gateway sees ("Unauthorized" = its
+	// UNAUTHORIZED gateway response, 401 without an error code). A refused token
+	// is a Deny Response instead (ACCESS_DENIED, 401 error="invalid_token").
 	Error    string          `json:"error,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 	Audit    []audit.Record  `json:"audit"`
@@ -73,11 +76,13 @@ func TestSampleEvents(t *testing.T) {
 		out, err := h.Invoke(ctx, payload)
 		if err != nil {
 			g.Error = err.Error()
-			rejected++
 		} else {
 			g.Response = out
 		}
 		g.Audit = capture.Take()
+		if len(g.Audit) > 0 {
+			rejected++
+		}
 		t.Run(name, func(t *testing.T) {
 			if strings.Contains(name, "-valid") {
 				// valid*: an Allow for the whole API, no record, and the token's
@@ -95,8 +100,20 @@ func TestSampleEvents(t *testing.T) {
 				if sec, err := strconv.ParseInt(exp, 10, 64); !ok || err != nil || sec <= time.Now().Unix() {
 					t.Errorf("context expires_at = %v, want the token's expiry in Unix seconds", resp.Context[authorizerfn.CtxExpiresAt])
 				}
-			} else if g.Error != "Unauthorized" || len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
-				t.Errorf("want Unauthorized and one invalid_token record, got %q and %+v", g.Error, g.Audit)
+			} else if strings.Contains(name, "-missing-header") {
+				// No credential: nothing was judged, so no Deny (RFC 6750 section 3.1).
+				if g.Error != "Unauthorized" || len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
+					t.Errorf("want Unauthorized and one invalid_token record, got %q and %+v", g.Error, g.Audit)
+				}
+			} else {
+				// A credential the authorizer looked at and refused: its Deny.
+				var resp events.APIGatewayCustomAuthorizerResponse
+				if g.Error != "" || json.Unmarshal(g.Response, &resp) != nil || !authorizerfn.Denied(resp) {
+					t.Errorf("want the Deny of a refused token, got error %q, answer %s", g.Error, g.Response)
+				}
+				if len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
+					t.Errorf("want one invalid_token record, got %+v", g.Audit)
+				}
 			}
 			lambdatest.Golden(t, strings.TrimSuffix(f, ".json")+".golden.json", g)
 		})

@@ -218,8 +218,11 @@ func TestGatewayRefusals(t *testing.T) {
 		wantMessage                    string
 		wantAuthorizerCalls            int64
 	}{
-		{name: "no header: 401 without the authorizer", method: "POST", path: "/tools/get_issue", body: `{"issue_id":"AAC-1"}`, wantStatus: 401, wantChallenge: "Bearer resource_metadata="},
-		{name: "bad token: the authorizer says Unauthorized", method: "POST", path: "/mcp", auth: "Bearer " + lambdatest.SecretRevoked, body: `{}`, wantStatus: 401, wantChallenge: "Bearer resource_metadata=", wantAuthorizerCalls: 1},
+		{name: "no header: 401 without the authorizer", method: "POST", path: "/tools/get_issue", body: `{"issue_id":"AAC-1"}`, wantStatus: 401, wantChallenge: `Bearer resource_metadata="` + url + `/.well-known/oauth-protected-resource/mcp"`},
+		// A token the authorizer refused: its Deny is the ACCESS_DENIED response.
+		{name: "revoked token: the authorizer denies it", method: "POST", path: "/mcp", auth: "Bearer " + lambdatest.SecretRevoked, body: `{}`, wantStatus: 401, wantChallenge: `Bearer resource_metadata="` + url + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, wantAuthorizerCalls: 1},
+		// Answered from the authorizer cache: the same challenge, no second record.
+		{name: "revoked token again: the cached Deny", method: "POST", path: "/mcp", auth: "Bearer " + lambdatest.SecretRevoked, body: `{}`, wantStatus: 401, wantChallenge: `Bearer resource_metadata="` + url + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`},
 		// The function's challenge arrives renamed, as from API Gateway REST.
 		{name: "viewer lacks the scope", method: "POST", path: "/tools/create_issue", auth: "Bearer " + lambdatest.SecretViewer, body: `{"title":"x"}`, wantStatus: 403, wantRemapped: `Bearer error="insufficient_scope", scope="issues:write"`, wantAuthorizerCalls: 1},
 		{name: "unknown route", method: "GET", path: "/nope", wantStatus: 403, wantMessage: "Missing Authentication Token"},
@@ -244,8 +247,8 @@ func TestGatewayRefusals(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
 			}
 			ch := resp.Header.Get("WWW-Authenticate")
-			if (tt.wantChallenge == "") != (ch == "") || !strings.HasPrefix(ch, tt.wantChallenge) {
-				t.Errorf("WWW-Authenticate = %q, want prefix %q", ch, tt.wantChallenge)
+			if ch != tt.wantChallenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", ch, tt.wantChallenge)
 			}
 			rm := resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate")
 			if (tt.wantRemapped == "") != (rm == "") || !strings.HasPrefix(rm, tt.wantRemapped) {

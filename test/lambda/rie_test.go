@@ -257,7 +257,8 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		t.Fatalf("issue still readable after delete: %v", err)
 	}
 
-	// A revoked token is refused by the authorizer binary, which audits it.
+	// A revoked token is refused by the authorizer binary, which audits it: its Deny
+	// is the ACCESS_DENIED gateway response, whose challenge says invalid_token.
 	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/tools/get_issue", strings.NewReader(`{"issue_id":"AAC-1"}`))
 	req.Header.Set("Authorization", "Bearer "+lambdatest.SecretRevoked)
 	resp, err := http.DefaultClient.Do(req)
@@ -265,8 +266,9 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("revoked token: status %d", resp.StatusCode)
+	wantChallenge := `Bearer resource_metadata="` + gw.URL + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != wantChallenge {
+		t.Fatalf("revoked token: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), wantChallenge)
 	}
 
 	// The audit records of every call are on the emulated Kinesis stream.

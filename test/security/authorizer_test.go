@@ -22,8 +22,10 @@ import (
 
 // TestAuthorizerFailureLimitPerIP runs the authorizer as the Lambda builds it, with
 // its counters in a DynamoDB tokens table (dynalite): an address that keeps
-// presenting bad tokens is refused without a lookup once past the limit — even
-// with a good token, audited as rate_limited — while another address is unaffected.
+// presenting bad tokens (each answered with its Deny) is refused without a lookup
+// once past the limit — even with a good token, audited as rate_limited, and with
+// "Unauthorized", not a Deny API Gateway would cache for that token — while
+// another address is unaffected.
 func TestAuthorizerFailureLimitPerIP(t *testing.T) {
 	const limit = 3
 	ddb := emulator.StartT(t, emulator.Dynalite)
@@ -57,28 +59,38 @@ func TestAuthorizerFailureLimitPerIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	try := func(ip, secret string) (bool, string) {
+	// try returns how the authorizer answered: "allow", "deny" (a refused token's
+	// Deny) or "unauthorized" (nothing decided about the token), and the reason of
+	// the one record a refusal writes.
+	try := func(ip, secret string) (answer, reason string) {
 		t.Helper()
 		before := len(sink.Records())
-		_, err := a.Handle(ctx, events.APIGatewayCustomAuthorizerRequestTypeRequest{
+		resp, err := a.Handle(ctx, events.APIGatewayCustomAuthorizerRequestTypeRequest{
 			MethodArn: "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp", Resource: "/mcp", Path: "/mcp",
 			Headers:        map[string]string{"Authorization": "Bearer " + secret},
 			RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: ip}},
 		})
 		recs := sink.Records()[before:]
-		if err == nil {
+		switch {
+		case err == nil && !authorizerfn.Denied(resp):
+			if st := resp.PolicyDocument.Statement; len(st) != 1 || st[0].Effect != "Allow" {
+				t.Fatalf("answer %+v is neither an Allow nor the Deny", resp)
+			}
 			if len(recs) != 0 {
 				t.Errorf("an Allow wrote %d records", len(recs))
 			}
-			return true, ""
-		}
-		if !errors.Is(err, authorizerfn.ErrUnauthorized) {
-			t.Fatalf("error %v, want Unauthorized", err)
+			return "allow", ""
+		case err == nil:
+			answer = "deny"
+		case errors.Is(err, authorizerfn.ErrUnauthorized):
+			answer = "unauthorized"
+		default:
+			t.Fatalf("error %v, want a Deny or Unauthorized", err)
 		}
 		if len(recs) != 1 {
 			t.Fatalf("a refusal wrote %d records, want 1", len(recs))
 		}
-		return false, recs[0].Reason
+		return answer, recs[0].Reason
 	}
 
 	// The hour may turn between the attempts: then the counts start again and the
@@ -87,24 +99,26 @@ func TestAuthorizerFailureLimitPerIP(t *testing.T) {
 		hour := time.Now().UTC().Truncate(time.Hour)
 		prober := "198.51.100." + strconv.Itoa(attempt)
 		for i := range limit {
-			if ok, reason := try(prober, bad); ok || reason != "invalid_token" {
-				t.Fatalf("bad token %d: allowed=%v reason %q, want invalid_token", i+1, ok, reason)
+			if answer, reason := try(prober, bad); answer != "deny" || reason != "invalid_token" {
+				t.Fatalf("bad token %d: %s, reason %q, want its Deny and invalid_token", i+1, answer, reason)
 			}
 		}
-		okOver, reasonOver := try(prober, bad)
-		okGood, reasonGood := try(prober, good)
-		okOther, _ := try("203.0.113.50", good)
+		answerOver, reasonOver := try(prober, bad)
+		answerGood, reasonGood := try(prober, good)
+		answerOther, _ := try("203.0.113.50", good)
 		if !time.Now().UTC().Truncate(time.Hour).Equal(hour) && attempt == 1 {
 			continue
 		}
-		if okOver || reasonOver != "rate_limited" {
-			t.Errorf("bad token past the limit: allowed=%v reason %q, want rate_limited", okOver, reasonOver)
+		// Past the limit nothing is decided about the token: "Unauthorized", never a
+		// Deny, which API Gateway would cache for the good token's header.
+		if answerOver != "unauthorized" || reasonOver != "rate_limited" {
+			t.Errorf("bad token past the limit: %s, reason %q, want unauthorized and rate_limited", answerOver, reasonOver)
 		}
-		if okGood || reasonGood != "rate_limited" {
-			t.Errorf("good token from the limited address: allowed=%v reason %q, want refused as rate_limited", okGood, reasonGood)
+		if answerGood != "unauthorized" || reasonGood != "rate_limited" {
+			t.Errorf("good token from the limited address: %s, reason %q, want unauthorized and rate_limited", answerGood, reasonGood)
 		}
-		if !okOther {
-			t.Errorf("good token from another address was refused")
+		if answerOther != "allow" {
+			t.Errorf("good token from another address: %s, want allow", answerOther)
 		}
 		return
 	}

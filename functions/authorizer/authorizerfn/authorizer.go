@@ -2,10 +2,24 @@
 // `Authorization: Bearer <token>` into an Allow policy for the whole API and the
 // principal as authorizer context, with the same auth.Verifier the local server uses.
 //
-// A missing or bad token is answered with the error "Unauthorized", which API Gateway
-// turns into 401, after one audit record (reason invalid_token). Source IPs that keep
-// presenting bad tokens are refused without a token lookup once they pass the
-// failed-attempt limit.
+// Every refusal writes one audit record; an Allow writes none (the MCP function
+// audits the call). The answers, and the 401 API Gateway makes of each
+// (infra/api.go's gateway responses):
+//   - a credential the authorizer looked at and refused (malformed, another scheme,
+//     unknown, expired, revoked, a JWT that fails) is a Deny policy for the whole
+//     API under the PrincipalID DeniedPrincipal, with no context. API Gateway
+//     answers it with the ACCESS_DENIED gateway response, whose challenge says
+//     error="invalid_token" (RFC 6750 section 3.1, the rule `aacmcp serve` applies
+//     to any non-blank header), and caches it per Authorization header for the
+//     TTL like any policy, which holds no valid token: revocation and expiry are
+//     final (docs/decisions.md has the rare exceptions);
+//   - no credential at all, or a source IP past the failed-attempt limit (refused
+//     without a token lookup), is the error "Unauthorized": the UNAUTHORIZED
+//     gateway response, a challenge without an error code. Nothing was decided
+//     about the token, and AWS documents caching for policies only, so a valid
+//     token refused by the limit is not held refused by a cached Deny;
+//   - a verification that could not be done (tokens table or the issuer's JWKS
+//     unreachable) is any other error: a 500, so the client keeps its token.
 package authorizerfn
 
 import (
@@ -26,10 +40,15 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/guard"
 )
 
-// ErrUnauthorized is the one error text API Gateway maps to 401. Any other error is a
-// 500, so only token failures may return it.
+// ErrUnauthorized is the one error text API Gateway maps to 401 (its UNAUTHORIZED
+// gateway response). Any other error is a 500. It answers a request about whose
+// token nothing was decided; a refused token gets a Deny policy instead.
 // API Gateway matches this exact, capitalised text.
 var ErrUnauthorized = errors.New("Unauthorized")
+
+// DeniedPrincipal is the PrincipalID of a Deny: API Gateway requires one, and it
+// must name no user, since access logs and $context.authorizer.principalId show it.
+const DeniedPrincipal = "invalid_token"
 
 // Context keys of the authorizer context; functions/mcp reads the same keys.
 const (
@@ -133,21 +152,24 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 				a.log.Warn("failed attempt not counted", "err", err)
 			}
 		}
+		reason := auth.RejectReason(err)
 		a.log.Info("token rejected", "request_id", req.RequestContext.RequestID,
-			"reason", string(auth.RejectReason(err)), "source_ip", ip)
-		return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
+			"reason", string(reason), "source_ip", ip)
+		if reason == auth.ReasonMissing {
+			// No credential: RFC 6750 wants a challenge without an error code. API
+			// Gateway does not invoke the authorizer without the header, so this is
+			// a blank header or a direct invocation.
+			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
+		}
+		return events.APIGatewayCustomAuthorizerResponse{
+			PrincipalID:    DeniedPrincipal,
+			PolicyDocument: policy("Deny", resource),
+		}, nil
 	}
 
 	return events.APIGatewayCustomAuthorizerResponse{
-		PrincipalID: p.UserID,
-		PolicyDocument: events.APIGatewayCustomAuthorizerPolicy{
-			Version: "2012-10-17",
-			Statement: []events.IAMPolicyStatement{{
-				Action:   []string{"execute-api:Invoke"},
-				Effect:   "Allow",
-				Resource: []string{resource},
-			}},
-		},
+		PrincipalID:    p.UserID,
+		PolicyDocument: policy("Allow", resource),
 		Context: map[string]any{
 			CtxWorkspaceID: p.WorkspaceID,
 			CtxUserID:      p.UserID,
@@ -157,6 +179,30 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			CtxExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
 		},
 	}, nil
+}
+
+// policy is the one-statement policy of effect for resource (the whole API: a Deny
+// too is cached per header and must refuse the token on every route).
+func policy(effect, resource string) events.APIGatewayCustomAuthorizerPolicy {
+	return events.APIGatewayCustomAuthorizerPolicy{
+		Version: "2012-10-17",
+		Statement: []events.IAMPolicyStatement{{
+			Action:   []string{"execute-api:Invoke"},
+			Effect:   effect,
+			Resource: []string{resource},
+		}},
+	}
+}
+
+// Denied reports whether resp is the authorizer's Deny of a refused token: the
+// whole-API Deny under DeniedPrincipal with no context, nothing else. Tests and
+// callers of Handle use it instead of taking the policy apart.
+func Denied(resp events.APIGatewayCustomAuthorizerResponse) bool {
+	st := resp.PolicyDocument.Statement
+	return resp.PrincipalID == DeniedPrincipal && len(resp.Context) == 0 && resp.UsageIdentifierKey == "" &&
+		resp.PolicyDocument.Version == "2012-10-17" && len(st) == 1 && st[0].Effect == "Deny" &&
+		len(st[0].Action) == 1 && st[0].Action[0] == "execute-api:Invoke" &&
+		len(st[0].Resource) == 1 && strings.HasSuffix(st[0].Resource[0], "/*/*")
 }
 
 func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Principal, error) {

@@ -124,7 +124,8 @@ func TestHandleDecisions(t *testing.T) {
 	tests := []struct {
 		name         string
 		header       string
-		wantErr      string // "" = allowed
+		wantErr      string // the error answer ("Unauthorized" or a 500)
+		wantDenied   bool   // the Deny of a refused token
 		wantAudit    apperr.Code
 		wantTokenID  string
 		wantFailures int64
@@ -135,9 +136,12 @@ func TestHandleDecisions(t *testing.T) {
 		{name: "valid OAuth access token", header: "Bearer " + oauthTok, wantContext: map[string]any{"workspace_id": "ws1",
 			"user_id": "u2", "token_id": "tok_2", "scopes": "issues:read",
 			"client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata", "expires_at": "1772373600"}},
+		// No credential: nothing to call invalid, so no Deny (RFC 6750 section 3.1).
 		{name: "missing header", header: "", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
-		{name: "malformed", header: "Bearer nope", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
-		{name: "revoked", header: "Bearer " + unknown, wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantTokenID: "tok_revoked", wantFailures: 1},
+		{name: "blank header", header: " \t ", wantErr: "Unauthorized", wantAudit: apperr.InvalidToken, wantFailures: 1},
+		{name: "malformed", header: "Bearer nope", wantDenied: true, wantAudit: apperr.InvalidToken, wantFailures: 1},
+		{name: "another scheme", header: "Basic ZGV2OnB3", wantDenied: true, wantAudit: apperr.InvalidToken, wantFailures: 1},
+		{name: "revoked", header: "Bearer " + unknown, wantDenied: true, wantAudit: apperr.InvalidToken, wantTokenID: "tok_revoked", wantFailures: 1},
 		{name: "store down is 500 not 401", header: "Bearer " + other, wantErr: "token verification unavailable"},
 	}
 	for _, tt := range tests {
@@ -154,17 +158,28 @@ func TestHandleDecisions(t *testing.T) {
 				},
 			}
 			resp, err := a.Handle(context.Background(), req)
-			if tt.wantErr != "" {
+			switch {
+			case tt.wantErr != "":
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
-			} else {
+			case tt.wantDenied:
+				if err != nil {
+					t.Fatalf("err = %v, want a Deny", err)
+				}
+				if !Denied(resp) || resp.PolicyDocument.Statement[0].Resource[0] != "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*" {
+					t.Errorf("answer %+v, want the whole-API Deny", resp)
+				}
+			default:
 				if err != nil {
 					t.Fatal(err)
 				}
 				st := resp.PolicyDocument.Statement
 				if len(st) != 1 || st[0].Effect != "Allow" || st[0].Resource[0] != "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*" {
 					t.Errorf("policy = %+v", resp.PolicyDocument)
+				}
+				if Denied(resp) {
+					t.Errorf("an Allow reads as Denied: %+v", resp)
 				}
 				if !maps.Equal(resp.Context, tt.wantContext) {
 					t.Errorf("context = %v, want %v", resp.Context, tt.wantContext)
@@ -215,9 +230,12 @@ func TestFailureLimitRefusesWithoutLookup(t *testing.T) {
 		Headers:        map[string]string{"Authorization": "Bearer " + secret},
 		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: "203.0.113.9"}},
 	}
+	// Refused after a lookup: the token's Deny. Past the limit nothing was decided
+	// about the token, and API Gateway would cache a Deny for it: "Unauthorized".
 	for i := range 4 {
-		if _, err := a.Handle(context.Background(), req); !errors.Is(err, ErrUnauthorized) {
-			t.Fatalf("call %d: err = %v", i, err)
+		resp, err := a.Handle(context.Background(), req)
+		if i < 2 && (err != nil || !Denied(resp)) || i >= 2 && !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("call %d: %+v, %v", i, resp, err)
 		}
 	}
 	if lookups != 2 {
@@ -238,6 +256,38 @@ func TestFailureLimitRefusesWithoutLookup(t *testing.T) {
 	}
 	if rej.reqs[0].Transport != "mcp" {
 		t.Errorf("transport = %q", rej.reqs[0].Transport)
+	}
+}
+
+// TestDenied: Denied accepts only the exact answer Handle gives a refused token.
+func TestDenied(t *testing.T) {
+	const api = "arn:aws:execute-api:us-east-1:123456789012:api1/prod/*/*"
+	deny := func(edit func(*events.APIGatewayCustomAuthorizerResponse)) events.APIGatewayCustomAuthorizerResponse {
+		r := events.APIGatewayCustomAuthorizerResponse{PrincipalID: DeniedPrincipal, PolicyDocument: policy("Deny", api)}
+		edit(&r)
+		return r
+	}
+	tests := []struct {
+		name string
+		resp events.APIGatewayCustomAuthorizerResponse
+		want bool
+	}{
+		{"the Deny", deny(func(*events.APIGatewayCustomAuthorizerResponse) {}), true},
+		{"an Allow", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.PolicyDocument = policy("Allow", api) }), false},
+		{"a user as principal", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.PrincipalID = "u1" }), false},
+		{"with context", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.Context = map[string]any{CtxUserID: "u1"} }), false},
+		{"one route only", deny(func(r *events.APIGatewayCustomAuthorizerResponse) {
+			r.PolicyDocument = policy("Deny", "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp")
+		}), false},
+		{"two statements", deny(func(r *events.APIGatewayCustomAuthorizerResponse) {
+			r.PolicyDocument.Statement = append(r.PolicyDocument.Statement, policy("Allow", api).Statement...)
+		}), false},
+		{"no policy", events.APIGatewayCustomAuthorizerResponse{PrincipalID: DeniedPrincipal}, false},
+	}
+	for _, tt := range tests {
+		if got := Denied(tt.resp); got != tt.want {
+			t.Errorf("%s: Denied = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package authorizerfn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -15,9 +16,10 @@ import (
 // FuzzHandleEvent feeds arbitrary authorizer events (method ARN, route, headers in
 // either map and any case, source IP) to Handle with a verifier that knows one
 // secret. Whatever arrives: no panic; an Allow only for that secret, with a policy
-// for the whole stage and the principal as context; every refusal is
-// ErrUnauthorized (401) after exactly one audit record, or the methodArn error
-// (500, API Gateway's fault) with none; no answer carries the presented secret.
+// for the whole stage and the principal as context, and no audit record; every
+// refusal is after exactly one audit record either the Deny of a refused token
+// (a credential was presented) or ErrUnauthorized (none was); the methodArn error
+// (500, API Gateway's fault) writes none; no answer carries the presented secret.
 func FuzzHandleEvent(f *testing.F) {
 	good, _, err := auth.Mint()
 	if err != nil {
@@ -48,8 +50,9 @@ func FuzzHandleEvent(f *testing.F) {
 		}
 		resp, err := a.Handle(context.Background(), req)
 		audited := len(rej.errs)
-		if err == nil {
-			if !strings.EqualFold(hname, "Authorization") || !strings.Contains(hvalue, good) {
+		presented := strings.EqualFold(hname, "Authorization") && strings.Trim(hvalue, " \t") != ""
+		if err == nil && !Denied(resp) {
+			if !presented || !strings.Contains(hvalue, good) {
 				t.Fatalf("Allow for header %q: %q", hname, hvalue)
 			}
 			if audited != 0 {
@@ -64,15 +67,31 @@ func FuzzHandleEvent(f *testing.F) {
 			}
 			return
 		}
-		if errors.Is(err, ErrUnauthorized) {
+		if b, _ := json.Marshal(resp); len(good) > 0 && strings.Contains(string(b), good) {
+			t.Fatalf("the answer carries the secret: %s", b)
+		}
+		switch {
+		case err == nil: // Denied
+			if !presented {
+				t.Fatalf("a Deny with no credential presented (header %q: %q)", hname, hvalue)
+			}
+			if audited != 1 {
+				t.Fatalf("a Deny wrote %d audit records, want 1", audited)
+			}
+		case errors.Is(err, ErrUnauthorized):
+			if presented {
+				t.Fatalf("Unauthorized for a presented credential %q (want its Deny)", hvalue)
+			}
 			if audited != 1 {
 				t.Fatalf("a refusal wrote %d audit records, want 1", audited)
 			}
-		} else if audited != 0 {
-			t.Fatalf("error %v (not a token decision) wrote %d audit records", err, audited)
-		}
-		if len(good) > 0 && strings.Contains(err.Error(), good) {
-			t.Fatalf("the error carries the secret: %v", err)
+		default:
+			if audited != 0 {
+				t.Fatalf("error %v (not a token decision) wrote %d audit records", err, audited)
+			}
+			if len(good) > 0 && strings.Contains(err.Error(), good) {
+				t.Fatalf("the error carries the secret: %v", err)
+			}
 		}
 	})
 }

@@ -61,14 +61,14 @@ func TestBuildJWTOnDynamoDB(t *testing.T) {
 	if resp.Context[CtxWorkspaceID] != "acme" || resp.Context[CtxUserID] != "ada" || resp.Context[CtxTokenID] != "jwt:d1" || resp.Context[CtxScopes] != "issues:read" {
 		t.Errorf("context %v", resp.Context)
 	}
-	if _, err := a.Handle(ctx, event("Bearer "+tok("eve@example.com"))); !errors.Is(err, ErrUnauthorized) {
-		t.Errorf("no member: err = %v, want Unauthorized", err)
+	if resp, err := a.Handle(ctx, event("Bearer "+tok("eve@example.com"))); err != nil || !Denied(resp) {
+		t.Errorf("no member: %+v, %v; want the Deny of a refused token", resp, err)
 	}
 	if err := st.DeleteMember(ctx, "acme", "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Handle(ctx, event("Bearer "+tok("ada@example.com"))); !errors.Is(err, ErrUnauthorized) {
-		t.Errorf("member removed: err = %v, want Unauthorized", err)
+	if resp, err := a.Handle(ctx, event("Bearer "+tok("ada@example.com"))); err != nil || !Denied(resp) {
+		t.Errorf("member removed: %+v, %v; want the Deny of a refused token", resp, err)
 	}
 }
 

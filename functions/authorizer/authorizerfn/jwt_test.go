@@ -3,7 +3,6 @@ package authorizerfn
 import (
 	"context"
 	"crypto/rsa"
-	"errors"
 	"io"
 	"log/slog"
 	"maps"
@@ -75,21 +74,21 @@ func TestHandleJWT(t *testing.T) {
 		name        string
 		header      string
 		noJWT       bool // the authorizer has no external issuer
-		wantErr     string
+		wantDenied  bool
 		wantContext map[string]any
 		wantTokenID string // audited on a refusal
 	}{
 		{name: "RS256", header: "Bearer " + rsaKey.Sign(t, claims()), wantContext: wantCtx},
 		{name: "ES256", header: "bearer " + ecKey.Sign(t, claims()), wantContext: wantCtx},
 		{name: "a personal token beside JWTs", header: "Bearer " + personal, wantContext: nil},
-		{name: "expired: audited with its id", header: "Bearer " + rsaKey.Sign(t, claims("exp", now.Add(-time.Hour).Unix())), wantErr: "Unauthorized", wantTokenID: "jwt:j1"},
-		{name: "wrong audience", header: "Bearer " + rsaKey.Sign(t, claims("aud", "https://other.example.com/mcp")), wantErr: "Unauthorized", wantTokenID: "jwt:j1"},
-		{name: "wrong issuer", header: "Bearer " + rsaKey.Sign(t, claims("iss", "https://evil.example.com")), wantErr: "Unauthorized", wantTokenID: "jwt:j1"},
-		{name: "unknown kid: no id (nothing vouches for it)", header: "Bearer " + jwttest.RSA(t, "r9").Sign(t, claims()), wantErr: "Unauthorized"},
-		{name: "alg confusion", header: "Bearer " + jwttest.SignHMAC(t, rsaKey.Public().(*rsa.PublicKey).N.Bytes(), "r1", claims()), wantErr: "Unauthorized"},
-		{name: "alg none", header: "Bearer eyJhbGciOiJub25lIn0.eyJpc3MiOiJ4In0.", wantErr: "Unauthorized"},
-		{name: "no member", header: "Bearer " + rsaKey.Sign(t, claims("email", "eve@example.com")), wantErr: "Unauthorized", wantTokenID: "jwt:j1"},
-		{name: "a JWT without an external issuer", noJWT: true, header: "Bearer " + rsaKey.Sign(t, claims()), wantErr: "Unauthorized"},
+		{name: "expired: audited with its id", header: "Bearer " + rsaKey.Sign(t, claims("exp", now.Add(-time.Hour).Unix())), wantDenied: true, wantTokenID: "jwt:j1"},
+		{name: "wrong audience", header: "Bearer " + rsaKey.Sign(t, claims("aud", "https://other.example.com/mcp")), wantDenied: true, wantTokenID: "jwt:j1"},
+		{name: "wrong issuer", header: "Bearer " + rsaKey.Sign(t, claims("iss", "https://evil.example.com")), wantDenied: true, wantTokenID: "jwt:j1"},
+		{name: "unknown kid: no id (nothing vouches for it)", header: "Bearer " + jwttest.RSA(t, "r9").Sign(t, claims()), wantDenied: true},
+		{name: "alg confusion", header: "Bearer " + jwttest.SignHMAC(t, rsaKey.Public().(*rsa.PublicKey).N.Bytes(), "r1", claims()), wantDenied: true},
+		{name: "alg none", header: "Bearer eyJhbGciOiJub25lIn0.eyJpc3MiOiJ4In0.", wantDenied: true},
+		{name: "no member", header: "Bearer " + rsaKey.Sign(t, claims("email", "eve@example.com")), wantDenied: true, wantTokenID: "jwt:j1"},
+		{name: "a JWT without an external issuer", noJWT: true, header: "Bearer " + rsaKey.Sign(t, claims()), wantDenied: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,9 +100,9 @@ func TestHandleJWT(t *testing.T) {
 				cfg.JWT = newJWT(t)
 			}
 			resp, err := New(cfg).Handle(ctx, event(tt.header))
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			if tt.wantDenied {
+				if err != nil || !Denied(resp) {
+					t.Fatalf("answer %+v, %v; want the Deny of a refused token", resp, err)
 				}
 				if len(rej.errs) != 1 || rej.errs[0].Code != "invalid_token" {
 					t.Fatalf("audits %v, want one invalid_token", rej.errs)
@@ -144,8 +143,8 @@ func TestHandleJWT(t *testing.T) {
 		if err := st.DeleteMember(ctx, "acme", "bob"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Handle(ctx, event(tok)); !errors.Is(err, ErrUnauthorized) {
-			t.Fatalf("err = %v, want Unauthorized", err)
+		if resp, err := a.Handle(ctx, event(tok)); err != nil || !Denied(resp) {
+			t.Fatalf("answer %+v, %v; want the Deny of a refused token", resp, err)
 		}
 	})
 
