@@ -3,9 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/aacworkflow/aacmcp/test/emulator"
-	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // TestDiscoveryThroughStagedGateway is issue 13 items 1 to 3 with a real client:
@@ -18,15 +15,7 @@ import (
 //   - The 403 step-up challenge is readable through the front door and, as in
 //     production, not on the bare API Gateway URL.
 func TestDiscoveryThroughStagedGateway(t *testing.T) {
-	bin := harness.Binary(t)
-	ddb := emulator.StartT(t, emulator.Dynalite)
-	awsEnv := harness.AWSEnv()
-	backend := []string{"--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens", "--endpoint-url", ddb.Endpoint}
-	data := t.TempDir()
-	cli := cliRunner(t, bin, awsEnv, append(backend, "--data", data)...)
-	cli("init")
-	cli("workspace", "create", "--id", "demo", "--key", "AAC")
-	cli("member", "add", "--workspace", "demo", "--user", "dev", "--role", "admin")
+	bin, awsEnv, backend, data, cli := devOnDynalite(t)
 	var tok createdToken
 	if err := json.Unmarshal(cli("token", "create", "--workspace", "demo", "--user", "dev", "--scopes", "issues:read", "--name", "viewer", "--json"), &tok); err != nil {
 		t.Fatal(err)

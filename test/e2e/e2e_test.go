@@ -35,6 +35,23 @@ func TestMain(m *testing.M) { harness.Main(m) }
 type runner func(args ...string) []byte
 
 // cliRunner runs the binary with extra arguments (the backend) and environment.
+// devOnDynalite is the world of the gateway tests: the built binary, the AWS
+// environment and backend flags of a dynalite of the test's own, a data folder, and
+// the CLI on them, with workspace demo and its admin dev.
+func devOnDynalite(t *testing.T) (bin string, awsEnv, backend []string, data string, cli runner) {
+	t.Helper()
+	bin = harness.Binary(t)
+	ddb := emulator.StartT(t, emulator.Dynalite)
+	awsEnv = harness.AWSEnv()
+	backend = []string{"--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens", "--endpoint-url", ddb.Endpoint}
+	data = t.TempDir()
+	cli = cliRunner(t, bin, awsEnv, append(backend, "--data", data)...)
+	cli("init")
+	cli("workspace", "create", "--id", "demo", "--key", "AAC")
+	cli("member", "add", "--workspace", "demo", "--user", "dev", "--role", "admin")
+	return bin, awsEnv, backend, data, cli
+}
+
 func cliRunner(t *testing.T, bin string, env []string, extra ...string) runner {
 	return func(args ...string) []byte {
 		t.Helper()

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
-	"github.com/aacworkflow/aacmcp/test/emulator"
-	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // TestRefusedTokenChallengeThroughGateway is issue 13 item 2 for the 401: through
@@ -20,15 +18,7 @@ import (
 // both times: the second answer comes from the authorizer cache. The challenge is
 // the gateway's own response, so no front door is needed for it.
 func TestRefusedTokenChallengeThroughGateway(t *testing.T) {
-	bin := harness.Binary(t)
-	ddb := emulator.StartT(t, emulator.Dynalite)
-	awsEnv := harness.AWSEnv()
-	backend := []string{"--backend", "dynamodb", "--table", "main", "--tokens-table", "tokens", "--endpoint-url", ddb.Endpoint}
-	data := t.TempDir()
-	cli := cliRunner(t, bin, awsEnv, append(backend, "--data", data)...)
-	cli("init")
-	cli("workspace", "create", "--id", "demo", "--key", "AAC")
-	cli("member", "add", "--workspace", "demo", "--user", "dev", "--role", "admin")
+	bin, awsEnv, backend, data, cli := devOnDynalite(t)
 	mint := func(name string) createdToken {
 		var tok createdToken
 		if err := json.Unmarshal(cli("token", "create", "--workspace", "demo", "--user", "dev", "--scopes", "issues:read", "--name", name, "--json"), &tok); err != nil {
