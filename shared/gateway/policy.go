@@ -49,12 +49,14 @@ func wildcard(p, s string) bool {
 	pi, si, star, mark := 0, 0, -1, 0
 	for si < len(s) {
 		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
+		// A '*' in the pattern is a wildcard even where s has a '*' too: checked
+		// before the literal match, or "*" would fail to match "*0".
 		case pi < len(p) && p[pi] == '*':
 			star, mark = pi, si
 			pi++
+		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
+			pi++
+			si++
 		case star >= 0:
 			pi = star + 1
 			mark++
