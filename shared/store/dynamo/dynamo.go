@@ -281,7 +281,19 @@ func (d *decoder) time(name string) time.Time {
 
 // strings returns a list-of-strings attribute; absent is an empty (non-nil) slice.
 func (d *decoder) strings(name string) []string {
-	out := []string{}
+	return listOf(d, name, func(e types.AttributeValue) (string, bool) {
+		sv, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			return "", false
+		}
+		return sv.Value, true
+	})
+}
+
+// listOf decodes a list attribute element by element; absent is an empty (non-nil)
+// slice, and an element that does not decode is a fault of the attribute.
+func listOf[T any](d *decoder, name string, elem func(types.AttributeValue) (T, bool)) []T {
+	out := []T{}
 	v, ok := d.it[name]
 	if !ok {
 		return out
@@ -292,12 +304,12 @@ func (d *decoder) strings(name string) []string {
 		return out
 	}
 	for _, e := range lv.Value {
-		sv, ok := e.(*types.AttributeValueMemberS)
+		x, ok := elem(e)
 		if !ok {
 			d.fault(name)
 			return out
 		}
-		out = append(out, sv.Value)
+		out = append(out, x)
 	}
 	return out
 }

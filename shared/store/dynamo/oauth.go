@@ -243,31 +243,15 @@ func avAccounts(as []store.OAuthAccount) types.AttributeValue {
 
 // accounts returns a list-of-accounts attribute; absent is an empty (non-nil) slice.
 func (d *decoder) accounts(name string) []store.OAuthAccount {
-	out := []store.OAuthAccount{}
-	v, ok := d.it[name]
-	if !ok {
-		return out
-	}
-	lv, ok := v.(*types.AttributeValueMemberL)
-	if !ok {
-		d.fault(name)
-		return out
-	}
-	for _, e := range lv.Value {
+	return listOf(d, name, func(e types.AttributeValue) (store.OAuthAccount, bool) {
 		mv, ok := e.(*types.AttributeValueMemberM)
 		if !ok {
-			d.fault(name)
-			return out
+			return store.OAuthAccount{}, false
 		}
 		sub := decoder{it: mv.Value}
-		out = append(out, store.OAuthAccount{WorkspaceID: sub.str("workspace_id"), UserID: sub.str("user_id"),
-			Role: store.Role(sub.str("role"))})
-		if sub.err != nil {
-			d.fault(name)
-			return out
-		}
-	}
-	return out
+		a := store.OAuthAccount{WorkspaceID: sub.str("workspace_id"), UserID: sub.str("user_id"), Role: store.Role(sub.str("role"))}
+		return a, sub.err == nil
+	})
 }
 
 func encodePending(p store.OAuthPending) item {
@@ -316,15 +300,7 @@ func (s *Store) CreateOAuthPending(ctx context.Context, p store.OAuthPending) er
 	if err := s.checkPending(&p); err != nil {
 		return err
 	}
-	n := nonce()
-	it := encodePending(p)
-	it["nonce"] = avS(n)
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      it,
-		ConditionExpression:       aws.String(oauthCreatable + " OR attribute_exists(consumed_by)"),
-		ExpressionAttributeValues: item{":now": avTime(s.now()), ":n": avS(n)},
-	})
+	err := s.putPending(ctx, p, oauthCreatable+" OR attribute_exists(consumed_by)")
 	if conditionFailed(err) {
 		return apperr.New(apperr.Conflict, "pending authorization already exists")
 	}
@@ -361,19 +337,26 @@ func (s *Store) UpdateOAuthPending(ctx context.Context, p store.OAuthPending) er
 	if err := s.checkPending(&p); err != nil {
 		return err
 	}
+	err := s.putPending(ctx, p, "attribute_not_exists(consumed_by) AND (("+oauthLive+") OR nonce = :n)")
+	if conditionFailed(err) {
+		return notFound("pending authorization")
+	}
+	return fail("UpdateOAuthPending", err)
+}
+
+// putPending writes p under cond, with a fresh nonce (:n) that lets the SDK's resend
+// of this very put pass a condition its first attempt already made false.
+func (s *Store) putPending(ctx context.Context, p store.OAuthPending, cond string) error {
 	n := nonce()
 	it := encodePending(p)
 	it["nonce"] = avS(n)
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(s.table),
 		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(consumed_by) AND ((" + oauthLive + ") OR nonce = :n)"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeValues: item{":now": avTime(s.now()), ":n": avS(n)},
 	})
-	if conditionFailed(err) {
-		return notFound("pending authorization")
-	}
-	return fail("UpdateOAuthPending", err)
+	return err
 }
 
 // DeleteOAuthPending implements store.OAuthStore. The consumption is one conditional
