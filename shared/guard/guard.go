@@ -197,24 +197,6 @@ type call struct {
 	rec     audit.Record
 }
 
-// Authorize is the cheap pre-check transports run before dispatch: principal, tool
-// and scopes, with no I/O and no audit. A transport that refuses a request on its
-// answer must still audit it, by calling Call (which repeats these checks and
-// records the refusal) or RecordRejected.
-func (g *Guard) Authorize(req Request) *apperr.Error {
-	if req.Principal == nil {
-		return errInvalidToken()
-	}
-	t, ok := g.cat.Lookup(req.Tool)
-	if !ok {
-		return errUnknownTool(req.Tool)
-	}
-	if !req.Principal.Has(t.Scopes...) {
-		return errInsufficientScope(t)
-	}
-	return nil
-}
-
 // Call runs one tool invocation through the whole pipeline and returns after its
 // audit record has been delivered.
 func (g *Guard) Call(ctx context.Context, req Request) Result {

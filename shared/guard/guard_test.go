@@ -629,32 +629,6 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 }
 
-func TestAuthorize(t *testing.T) {
-	e := newEnv(t, nil)
-	cases := []struct {
-		p    *auth.Principal
-		tool string
-		want apperr.Code
-	}{
-		{nil, "get_issue", apperr.InvalidToken},
-		{gt.Principal(gt.WS, gt.Admin, all...), "nope", apperr.UnknownTool},
-		{gt.Principal(gt.WS, gt.Admin, "issues:write"), "get_issue", apperr.InsufficientScope},
-		{gt.Principal(gt.WS, gt.Admin, "issues:read"), "get_issue", ""},
-	}
-	for _, c := range cases {
-		var got apperr.Code
-		if err := e.g.Authorize(guard.Request{Principal: c.p, Tool: c.tool}); err != nil {
-			got = err.Code
-		}
-		if got != c.want {
-			t.Errorf("Authorize(%s) = %q, want %q", c.tool, got, c.want)
-		}
-	}
-	if n := len(e.sink.Records()); n != 0 {
-		t.Errorf("Authorize wrote %d audit records, want 0", n)
-	}
-}
-
 // TestRecordRejected: a call refused before the guard ran still gets its record;
 // it counts usage exactly when a call would (a known tool and a principal), which is
 // also what the usage replay counts from the record.

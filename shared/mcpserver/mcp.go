@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 
@@ -16,7 +16,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
-	"github.com/aacworkflow/aacmcp/shared/internal/jsonstr"
 )
 
 // JSON-RPC error codes. The -320xx server range carries the HTTP-level refusals.
@@ -316,15 +315,8 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if isCall && h.refuseEarly(w, r, env.ID, *st.call) {
-		return
-	}
-	if isCall && (plainToolCall(r.Header, env) || !mcpDecodes(body)) {
-		// mcp-go cannot decode these params (arguments holding a number beyond
-		// float64, such as 1e400) and would answer with its decoder's Go text. It is
-		// still a tools/call: the guard, whose decoder keeps numbers exact, answers
-		// it as on REST (invalid_arguments, as a tool error) and audits it once.
-		h.callDirect(w, r, env.ID, *st.call)
+	if isCall {
+		h.callTool(w, r, env, *st.call)
 		return
 	}
 
@@ -334,85 +326,74 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// scope): no shared cache may keep one.
 	w.Header().Set("Cache-Control", "no-store")
 	h.mcp.ServeHTTP(w, r)
-
-	if isCall && !st.invoked {
-		// mcp-go refused the message before any tool ran (malformed params, an
-		// unsupported protocol version...). It is still a tools/call: audit it.
-		e := apperr.New(apperr.InvalidArguments, "malformed tools/call request")
-		h.guard.RecordRejected(r.Context(), *st.call, e)
-		st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
-	}
 }
 
-// plainToolCall reports whether a tools/call is one that mcp-go would only route to
-// the tool handler and wrap: a JSON body, JSON-RPC 2.0, and a pre-2026-07-28
-// protocol version in the header (whose results mcp-go leaves undecorated). Such a
-// call is answered directly, with its result encoded once (bench/REPORT.md: mcp-go
-// re-compacts the encoded result twice, about 44% of a list_issues call); anything
-// else still goes through mcp-go.
-func plainToolCall(h http.Header, env rpcEnvelope) bool {
-	hv := h.Get(mcp.HeaderProtocolVersion)
-	if env.JSONRPC != mcp.JSONRPC_VERSION || hv == "" || mcp.IsModernProtocol(hv) || !mcp.IsValidProtocolVersion(hv) {
-		return false
-	}
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "application/json"
-}
-
-// mcpDecodes reports whether mcp-go can decode body as a tools/call request (it
-// decodes the whole message into mcp.CallToolRequest).
-func mcpDecodes(body []byte) bool {
-	var req mcp.CallToolRequest
-	return json.Unmarshal(body, &req) == nil
-}
-
-// callDirect runs a tools/call through the guard without mcp-go and writes the
-// JSON-RPC response carrying its tool result.
-func (h *handler) callDirect(w http.ResponseWriter, r *http.Request, id json.RawMessage, req guard.Request) {
+// callTool answers a tools/call: the guard runs it once, and its one result
+// decides the answer. An unknown tool or insufficient scope is a JSON-RPC error
+// (the latter with HTTP 403 and a challenge, which a tool result could not carry);
+// every other outcome is a tool result, isError for a refusal the model can act on
+// (MCP 2025-11-25). mcp-go does not see tools/call: its handler would re-encode
+// the result twice (bench/REPORT.md), and this server would have to smuggle the
+// prepared request to it through the context.
+func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelope, req guard.Request) {
 	st := stateOf(r.Context())
 	res := h.guard.Call(r.Context(), req)
 	st.invoked = true
 	st.tool, st.outcome = req.Tool, res.Record.Outcome
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	if b, ok := toolResponseJSON(id, res); ok {
-		writeRawJSON(w, http.StatusOK, b)
+	if e := res.Err; e != nil && (e.Code == apperr.InsufficientScope || e.Code == apperr.UnknownTool) {
+		status := http.StatusOK
+		if e.Code == apperr.InsufficientScope {
+			status = http.StatusForbidden
+			h.insufficientScope(w, r, e)
+		}
+		writeJSON(w, status, rpcErrorResponse(env.ID, rpcCodeFor(e.Code), e.Message, e.Body()))
 		return
 	}
-	writeJSON(w, http.StatusOK, struct {
-		JSONRPC string              `json:"jsonrpc"`
-		ID      json.RawMessage     `json:"id"`
-		Result  *mcp.CallToolResult `json:"result"`
-	}{"2.0", id, toolResult(res)})
+	result := toolResult(res)
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		// What mcp-go stamps on every 2026-07-28 result (server.decorateResult);
+		// checkProtocol has made the header and the body's _meta agree.
+		result.ResultType = mcp.ResultTypeComplete
+		result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
+	}
+	var id mcp.RequestId
+	if len(env.ID) > 0 && json.Unmarshal(env.ID, &id) != nil {
+		id = mcp.RequestId{}
+	}
+	writeJSON(w, http.StatusOK, toolCallResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: wireResult(result)})
 }
 
-// refuseEarly answers unknown tools and insufficient scopes as JSON-RPC errors (the
-// latter with HTTP 403 and a challenge, which a tool result could not carry). The
-// refusal is audited by running the call through the guard, which records it.
-func (h *handler) refuseEarly(w http.ResponseWriter, r *http.Request, id json.RawMessage, req guard.Request) bool {
-	pre := h.guard.Authorize(req)
-	if pre == nil {
-		return false
+// toolCallResponse is the JSON-RPC response to a tools/call. Its result is
+// mcp.CallToolResult's wire form as a struct, not through CallToolResult's own
+// MarshalJSON, which builds a map of the fields and is then compacted again by
+// encoding/json: here the text content is escaped once and structuredContent
+// (already compact JSON) is copied once.
+type toolCallResponse struct {
+	JSONRPC string        `json:"jsonrpc"`
+	ID      mcp.RequestId `json:"id"`
+	Result  toolCallWire  `json:"result"`
+}
+
+// toolCallWire holds the members of an mcp.CallToolResult this server sets, in
+// the order mcp-go writes them (its MarshalJSON goes through a map: sorted keys).
+type toolCallWire struct {
+	Meta              *mcp.Meta         `json:"_meta,omitempty"`
+	Content           []mcp.TextContent `json:"content"`
+	IsError           bool              `json:"isError,omitempty"`
+	ResultType        mcp.ResultType    `json:"resultType,omitempty"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+}
+
+func wireResult(r *mcp.CallToolResult) toolCallWire {
+	w := toolCallWire{Meta: r.Meta, IsError: r.IsError, ResultType: r.ResultType, StructuredContent: r.RawStructuredContent}
+	for _, c := range r.Content {
+		// toolResult makes text content only.
+		if tc, ok := c.(mcp.TextContent); ok {
+			w.Content = append(w.Content, tc)
+		}
 	}
-	st := stateOf(r.Context())
-	res := h.guard.Call(r.Context(), req)
-	st.invoked = true
-	st.tool, st.outcome = req.Tool, res.Record.Outcome
-	e := res.Err
-	if e == nil {
-		// Authorize and Call disagree only if the catalog changed between them,
-		// which it cannot; answer safely anyway.
-		e = pre
-	}
-	status := http.StatusOK
-	if e.Code == apperr.InsufficientScope {
-		status = http.StatusForbidden
-		h.insufficientScope(w, r, e)
-	}
-	writeJSON(w, status, rpcErrorResponse(id, rpcCodeFor(e.Code), e.Message, e.Body()))
-	return true
+	return w
 }
 
 // newMCPHandler builds the mcp-go server with one tool per catalog entry.
@@ -427,7 +408,7 @@ func (h *handler) newMCPHandler() http.Handler {
 		server.WithRecovery(),
 	)
 	for _, t := range h.cat.Tools() {
-		s.AddTool(mcpTool(t), h.toolHandler(t.Name))
+		s.AddTool(mcpTool(t), notDispatched)
 	}
 	return server.NewStreamableHTTPServer(s,
 		server.WithStateLess(true),
@@ -440,27 +421,18 @@ func (h *handler) newMCPHandler() http.Handler {
 }
 
 // filterTools keeps the tools the caller may call, in catalog order (mcp-go hands
-// them over sorted by name). No principal: none (fail closed).
-//
-// mcp-go runs the filter for tools/list and for tools/call. For tools/list it is
-// the caller's scopes and role (guard.Permitted reads the member record now); a
-// member record that cannot be read lists nothing. For a tools/call it stays the
-// scopes only: refuseEarly has already answered those, and a role refusal is the
-// guard's to make (permission_denied, audited), not mcp-go's "tool not found".
+// them over sorted by name): its scopes and role (guard.Permitted reads the member
+// record now). No principal, or a member record that cannot be read: none (fail
+// closed). Only tools/list reaches it: tools/call never gets to mcp-go.
 func (h *handler) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	st := stateOf(ctx)
-	p := st.principal
-	if p == nil {
+	if st.principal == nil {
 		return []mcp.Tool{}
 	}
-	allowed := func(t catalog.Tool) bool { return p.Has(t.Scopes...) }
-	if st.call == nil {
-		permitted, err := h.guard.Permitted(ctx, *p)
-		if err != nil {
-			h.log.Error("member record not read; tools/list lists nothing", "request_id", st.requestID, "err", err)
-			return []mcp.Tool{}
-		}
-		allowed = permitted
+	allowed, err := h.guard.Permitted(ctx, *st.principal)
+	if err != nil {
+		h.log.Error("member record not read; tools/list lists nothing", "request_id", st.requestID, "err", err)
+		return []mcp.Tool{}
 	}
 	byName := make(map[string]mcp.Tool, len(tools))
 	for _, t := range tools {
@@ -501,24 +473,13 @@ func mcpTool(t catalog.Tool) mcp.Tool {
 	}
 }
 
-// toolHandler runs a tools/call through the guard. Errors become tool results with
-// isError (MCP 2025-11-25: the model can read them and act), never JSON-RPC errors.
-func (h *handler) toolHandler(name string) server.ToolHandlerFunc {
-	return func(ctx context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		st := stateOf(ctx)
-		st.invoked = true
-		var req guard.Request
-		if st.call != nil {
-			req = *st.call
-		} else {
-			req.Transport = "mcp"
-			req.Args = in.Params.RawArguments
-		}
-		req.Tool = name
-		res := h.guard.Call(ctx, req)
-		st.tool, st.outcome = name, res.Record.Outcome
-		return toolResult(res), nil
-	}
+// errToolsCallDispatched is what mcp-go's tool handler would answer: serveMCP
+// answers every tools/call itself (callTool), so mcp-go registers the tools only
+// to list them.
+var errToolsCallDispatched = errors.New("tools/call is answered by serveMCP, not mcp-go")
+
+func notDispatched(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, errToolsCallDispatched
 }
 
 func toolResult(res guard.Result) *mcp.CallToolResult {
@@ -539,74 +500,6 @@ func toolResult(res guard.Result) *mcp.CallToolResult {
 		out.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaIdempotentReplay: true}}
 	}
 	return out
-}
-
-// toolResponseJSON encodes the JSON-RPC response of a successful, first-time tool
-// result with the bytes mcp-go writes for it (keys in its order, strings escaped as
-// encoding/json does), but without re-encoding: res.JSON is already compact JSON,
-// copied once as structuredContent and once, quoted, as the text content. ok is
-// false for results it does not shape (errors, idempotent replays), which take the
-// general path.
-func toolResponseJSON(id json.RawMessage, res guard.Result) (b []byte, ok bool) {
-	if res.Err != nil || res.Replay || len(res.JSON) == 0 {
-		return nil, false
-	}
-	cid, ok := plainID(id)
-	if !ok {
-		return nil, false
-	}
-	b = make([]byte, 0, len(responseHead)+len(cid)+len(responseMid)+quotedSize(res.JSON)+
-		len(responseTail)+len(res.JSON)+len(responseEnd))
-	b = append(b, responseHead...)
-	b = append(b, cid...)
-	b = append(b, responseMid...)
-	// The text content is json.Marshal(string(res.JSON)), escaped in one pass
-	// straight into the response (quoting into a buffer of its own, in two passes,
-	// was 10.7% of a list_issues call's CPU).
-	b = jsonstr.Append(b, res.JSON)
-	b = append(b, responseTail...)
-	b = append(b, res.JSON...)
-	return append(b, responseEnd...), true
-}
-
-// The fixed parts of a direct tool response, in mcp-go's key order.
-const (
-	responseHead = `{"jsonrpc":"2.0","id":`
-	responseMid  = `,"result":{"content":[{"type":"text","text":`
-	responseTail = `}],"structuredContent":`
-	responseEnd  = `}}`
-)
-
-// quotedSize is the length of b quoted as a JSON string when b is output of
-// encoding/json, which has already escaped everything but '"' and '\\' (bytes.Count
-// of one byte is vectorised, so the two counts cost little beside the copy). Other
-// input only sizes the buffer too small, which costs a regrowth, not a difference.
-func quotedSize(b []byte) int {
-	return len(b) + len(`""`) + bytes.Count(b, []byte{'"'}) + bytes.Count(b, []byte{'\\'})
-}
-
-// plainID renders a JSON-RPC id as mcp-go echoes it: strings re-encoded by
-// encoding/json (HTML-escaped), integers as written. Other forms (1.0, 1e3, null)
-// are left to the general path, which normalises them its own way.
-func plainID(id json.RawMessage) ([]byte, bool) {
-	t := bytes.Trim(id, " \t\r\n") // JSON's whitespace, no more
-	if len(t) == 0 {
-		return nil, false
-	}
-	if t[0] == '"' {
-		b, err := json.Marshal(json.RawMessage(t))
-		return b, err == nil
-	}
-	digits := bytes.TrimPrefix(t, []byte("-"))
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
-		return nil, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return nil, false
-		}
-	}
-	return t, true
 }
 
 // truncateText bounds caller-chosen text quoted in an error message, on a rune
