@@ -47,25 +47,13 @@ type rpcEnvelope struct {
 }
 
 // toolCallParams are the params of tools/call, decoded once for every reader in
-// the pre-dispatch (authentication, audit, protocol check).
+// the dispatch (authentication, audit, protocol check, the guard). A repeated
+// _meta is refused before any of them reads it (jsondup), so the one map is what
+// every reader sees.
 type toolCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      toolCallMeta    `json:"_meta"`
-}
-
-// toolCallMeta is the _meta of tools/call params. Its fields decode exactly as a
-// map[string]json.RawMessage field would (the members of a repeated _meta merge, a
-// null clears them); members counts the _meta members seen, which tells whether
-// fields holds what a decoder keeping only the last _meta would see.
-type toolCallMeta struct {
-	fields  map[string]json.RawMessage
-	members int
-}
-
-func (m *toolCallMeta) UnmarshalJSON(data []byte) error {
-	m.members++
-	return json.Unmarshal(data, &m.fields)
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
 }
 
 type rpcError struct {
@@ -137,57 +125,14 @@ func parseToolCall(params json.RawMessage) (p toolCallParams, ok bool) {
 	return p, true
 }
 
-// declaredVersion is the protocol version p's _meta declares, as checkProtocol
-// reads it from the raw params (decoding _meta as an *mcp.Meta), without decoding
-// them again. It is unknown when the two readings could differ: params that did
-// not decode (decoded false) and a repeated _meta, whose members this decoding
-// merges where *mcp.Meta keeps the last. A number beyond float64 anywhere in _meta
-// makes *mcp.Meta fail to decode, hence declare nothing; it does the same here.
+// declaredVersion is the protocol version p's _meta declares, for checkProtocol.
+// tools/call is answered here, not by mcp-go, so this decoding is the only reading
+// of it; params that did not decode declare none.
 func (p toolCallParams) declaredVersion(decoded bool) bodyVersion {
-	switch {
-	case !decoded || p.Meta.members > 1:
-		return bodyVersion{}
-	case p.Meta.members == 0:
+	if !decoded {
 		return bodyVersion{known: true}
 	}
-	for _, raw := range p.Meta.fields {
-		if !numbersFitFloat64(raw) {
-			return bodyVersion{known: true}
-		}
-	}
-	return bodyVersion{v: metaString(p.Meta.fields, mcp.MetaKeyProtocolVersion), known: true}
-}
-
-// numbersFitFloat64 reports whether every number in b, one valid JSON value, is
-// within float64's range: what decoding b into an any (as *mcp.Meta does) needs.
-func numbersFitFloat64(b []byte) bool {
-	for i := 0; i < len(b); {
-		switch c := b[i]; {
-		case c == '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			i++
-		case c == '-' || ('0' <= c && c <= '9'):
-			j := i
-			for j < len(b) && isNumberByte(b[j]) {
-				j++
-			}
-			if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
-				return false
-			}
-			i = j
-		default:
-			i++
-		}
-	}
-	return true
-}
-
-func isNumberByte(c byte) bool {
-	return ('0' <= c && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+	return bodyVersion{v: metaString(p.Meta, mcp.MetaKeyProtocolVersion), known: true}
 }
 
 // rpcIDString renders a JSON-RPC id for the audit record.
@@ -269,9 +214,9 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if isCall {
 		req := h.baseRequest(r, tc.Name, tc.Arguments)
 		req.JSONRPCID = rpcIDString(env.ID)
-		req.ClientName, req.ClientVersion = clientInfo(tc.Meta.fields)
+		req.ClientName, req.ClientVersion = clientInfo(tc.Meta)
 		if req.ProtocolVersion == "" {
-			req.ProtocolVersion = metaString(tc.Meta.fields, mcp.MetaKeyProtocolVersion)
+			req.ProtocolVersion = metaString(tc.Meta, mcp.MetaKeyProtocolVersion)
 		}
 		st.call = &req
 	}
