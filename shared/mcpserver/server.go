@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -452,4 +453,25 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	_, _ = w.Write([]byte("\n"))
+}
+
+// isLoopbackHost reports whether a Host header (or URL host) names this machine's
+// loopback interface.
+func isLoopbackHost(host string) bool {
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.Trim(strings.ToLower(name), "[]")
+	return name == "localhost" || name == "127.0.0.1" || name == "::1"
+}
+
+// loopbackOrigin reports whether origin is a page served from this machine's
+// loopback interface (http or https, any port).
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return false
+	}
+	return isLoopbackHost(u.Host)
 }
