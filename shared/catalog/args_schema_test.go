@@ -120,6 +120,7 @@ type specTool struct {
 	ReadOnly    bool     `json:"readOnly"`
 	Destructive bool     `json:"destructive"`
 	Idempotent  bool     `json:"idempotent"`
+	OpenWorld   bool     `json:"openWorld"`
 	Scopes      []string `json:"scopes"`
 	Confirm     bool     `json:"confirm"`
 }
@@ -146,7 +147,7 @@ func TestCatalogMatchesSpecTable(t *testing.T) {
 			continue
 		}
 		a := tool.Annotations
-		got := specTool{st.Name, a.ReadOnly, a.Destructive, a.Idempotent, tool.Scopes, tool.RequiresConfirm()}
+		got := specTool{st.Name, a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld, tool.Scopes, tool.RequiresConfirm()}
 		if !reflect.DeepEqual(got, st) {
 			t.Errorf("%s: catalog %+v, spec %+v", st.Name, got, st)
 		}
