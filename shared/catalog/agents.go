@@ -30,6 +30,7 @@ func assignIssueToAgentTool() Tool {
 		OutputSchema: schema(issueObject),
 		Write:        assignIssueToAgent,
 		ResourceID:   resourceIDFrom("issue_id"),
+		Args:         assignArgs{},
 	}
 }
 

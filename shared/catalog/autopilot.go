@@ -62,6 +62,7 @@ func triggerAutopilotTool(d autopilot.Dispatcher) Tool {
 		AcceptsIdempotencyKey: true,
 		Write:                 (&autopilotHandler{dispatcher: d}).trigger,
 		ResourceID:            resourceIDFrom("issue_id"),
+		Args:                  triggerArgs{},
 	}
 }
 

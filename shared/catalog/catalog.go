@@ -53,7 +53,17 @@ type Tool struct {
 	// numbers may be json.Number) so that they are not decoded again per call. It
 	// never fails: a missing or mistyped field gives "".
 	ResourceID func(args map[string]any) string
+	// Args is a zero value of the struct the handler decodes its arguments into. A test
+	// over every tool checks InputSchema against it (each property a field of the same
+	// JSON type, required properties the fields the schema requires), so the two cannot
+	// drift apart.
+	Args any
 }
+
+// RequiresConfirm reports whether a call must carry confirm: true. It is the one place
+// that rule lives: the guard enforces it, and tools/list, GET /tools and the README
+// table publish it.
+func (t Tool) RequiresConfirm() bool { return t.Annotations.Destructive }
 
 // Deps are the outside services handlers need.
 type Deps struct {

@@ -39,6 +39,7 @@ func listCommentsTool() Tool {
 		}`),
 		Read:       listComments,
 		ResourceID: resourceIDFrom("issue_id"),
+		Args:       listCommentsArgs{},
 	}
 }
 
@@ -97,6 +98,7 @@ func commentIssueTool() Tool {
 		AcceptsIdempotencyKey: true,
 		Write:                 commentIssue,
 		ResourceID:            resourceIDFrom("issue_id"),
+		Args:                  commentIssueArgs{},
 	}
 }
 
@@ -152,6 +154,7 @@ func deleteCommentTool() Tool {
 		}`),
 		Write:      deleteComment,
 		ResourceID: resourceIDFrom("comment_id"),
+		Args:       deleteCommentArgs{},
 	}
 }
 

@@ -60,6 +60,7 @@ func dashboardUsageDailyTool() Tool {
 		}`),
 		Read:       dashboardUsageDaily,
 		ResourceID: noResourceID,
+		Args:       usageArgs{},
 	}
 }
 

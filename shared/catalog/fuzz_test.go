@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,27 +21,23 @@ import (
 // internal_error, and a success must match the output schema.
 func FuzzToolArguments(f *testing.F) {
 	seeds := []struct {
-		tool byte
+		tool string
 		args string
 	}{
-		{0, `{}`}, {0, `{"status":"open","limit":1}`}, {0, `{"cursor":"zzz"}`}, {0, `{"limit":-1}`},
-		{1, `{"issue_id":"AAC-1"}`}, {1, `{"issue_id":"AAC-99999999999999999"}`}, {1, `{"issue_id":null}`},
-		{2, `{"issue_id":"AAC-1","limit":100}`},
-		{3, `{"from":"2026-02-29"}`}, {3, `{"from":"0000-01-01","to":"9999-12-31"}`},
-		{4, `{"title":"t","labels":["a","a"]}`}, {4, `{"title":"t","status":"bogus"}`},
-		{5, `{"issue_id":"AAC-1","title":"x","expected_version":99}`}, {5, `{"issue_id":"AAC-1"}`},
-		{6, `{"issue_id":"AAC-1","body":"b"}`},
-		{7, `{"issue_id":"AAC-1","agent_id":"agent-1"}`},
-		{8, `{"issue_id":"AAC-1","instructions":"go"}`},
-		{9, `{"issue_id":"AAC-2","confirm":true}`},
-		{10, `{"comment_id":"x","confirm":true}`},
-		{4, `[]`}, {4, `{"title":"a"} trailing`}, {4, ``}, {4, `{"title":"\u0000"}`},
-		{1, `{"issue_id":"a","issue_id":"b"}`}, {1, `{"issue_id":"\ud800"}`}, {10, "{\"comment_id\":\"\u00e9\xff\"}"},
+		{"list_issues", `{}`}, {"list_issues", `{"status":"open","limit":1}`}, {"list_issues", `{"cursor":"zzz"}`}, {"list_issues", `{"limit":-1}`},
+		{"get_issue", `{"issue_id":"AAC-1"}`}, {"get_issue", `{"issue_id":"AAC-99999999999999999"}`}, {"get_issue", `{"issue_id":null}`},
+		{"list_comments", `{"issue_id":"AAC-1","limit":100}`},
+		{"dashboard_usage_daily", `{"from":"2026-02-29"}`}, {"dashboard_usage_daily", `{"from":"0000-01-01","to":"9999-12-31"}`},
+		{"create_issue", `{"title":"t","labels":["a","a"]}`}, {"create_issue", `{"title":"t","status":"bogus"}`},
+		{"update_issue", `{"issue_id":"AAC-1","title":"x","expected_version":99}`}, {"update_issue", `{"issue_id":"AAC-1"}`},
+		{"comment_issue", `{"issue_id":"AAC-1","body":"b"}`},
+		{"assign_issue_to_agent", `{"issue_id":"AAC-1","agent_id":"agent-1"}`},
+		{"trigger_autopilot", `{"issue_id":"AAC-1","instructions":"go"}`},
+		{"delete_issue", `{"issue_id":"AAC-2","confirm":true}`},
+		{"delete_comment", `{"comment_id":"x","confirm":true}`},
+		{"create_issue", `[]`}, {"create_issue", `{"title":"a"} trailing`}, {"create_issue", ``}, {"create_issue", `{"title":"\u0000"}`},
+		{"get_issue", `{"issue_id":"a","issue_id":"b"}`}, {"get_issue", `{"issue_id":"\ud800"}`}, {"delete_comment", "{\"comment_id\":\"\u00e9\xff\"}"},
 	}
-	for _, s := range seeds {
-		f.Add(s.tool, []byte(s.args))
-	}
-
 	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
 	if err != nil {
 		f.Fatalf("sqlite.Open: %v", err)
@@ -62,6 +59,15 @@ func FuzzToolArguments(f *testing.F) {
 
 	cat := New(Deps{Dispatcher: &recordingDispatcher{}})
 	tools := cat.Tools()
+	// Seeds name their tool; the fuzzer's byte picks a tool by position, so the seeds
+	// keep their meaning when a tool is added or the order changes.
+	for _, s := range seeds {
+		i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == s.tool })
+		if i < 0 {
+			f.Fatalf("seed names %q, which is not in the catalog", s.tool)
+		}
+		f.Add(byte(i), []byte(s.args))
+	}
 	in := map[string]interface{ Validate(any) error }{}
 	out := map[string]interface{ Validate(any) error }{}
 	for _, tool := range tools {

@@ -41,6 +41,7 @@ func listIssuesTool() Tool {
 		}`),
 		Read:       listIssues,
 		ResourceID: noResourceID,
+		Args:       listIssuesArgs{},
 	}
 }
 
@@ -100,6 +101,7 @@ func getIssueTool() Tool {
 		OutputSchema: schema(issueObject),
 		Read:         getIssue,
 		ResourceID:   resourceIDFrom("issue_id"),
+		Args:         issueRefArgs{},
 	}
 }
 
@@ -146,6 +148,7 @@ func createIssueTool() Tool {
 		AcceptsIdempotencyKey: true,
 		Write:                 createIssue,
 		ResourceID:            noResourceID,
+		Args:                  createIssueArgs{},
 	}
 }
 
@@ -221,6 +224,7 @@ func updateIssueTool() Tool {
 		OutputSchema: schema(issueObject),
 		Write:        updateIssue,
 		ResourceID:   resourceIDFrom("issue_id"),
+		Args:         updateIssueArgs{},
 	}
 }
 
@@ -312,6 +316,7 @@ func deleteIssueTool() Tool {
 		}`),
 		Write:      deleteIssue,
 		ResourceID: resourceIDFrom("issue_id"),
+		Args:       deleteIssueArgs{},
 	}
 }
 

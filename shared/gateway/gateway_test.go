@@ -144,8 +144,8 @@ func TestMCPClientThroughGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 11 {
-		t.Fatalf("tools/list gave %d tools, want 11", len(tools.Tools))
+	if want := len(catalog.New(catalog.Deps{}).Tools()); len(tools.Tools) != want {
+		t.Fatalf("tools/list gave %d tools, want the catalog's %d", len(tools.Tools), want)
 	}
 
 	read := call(t, c, "list_issues", map[string]any{"status": "open"})

@@ -309,7 +309,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		// Before confirm: which confirm the caller meant is exactly what is unknown.
 		return Result{Err: apperr.New(apperr.InvalidArguments, a.problem)}
 	}
-	if t.Annotations.Destructive && !a.confirmed() {
+	if t.RequiresConfirm() && !a.confirmed() {
 		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
 	}
 	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {

@@ -413,7 +413,7 @@ func mcpTool(t catalog.Tool) mcp.Tool {
 		},
 		Meta: &mcp.Meta{AdditionalFields: map[string]any{
 			metaScopes:          t.Scopes,
-			metaRequiresConfirm: t.Annotations.Destructive,
+			metaRequiresConfirm: t.RequiresConfirm(),
 			metaAcceptsIdemKey:  t.AcceptsIdempotencyKey,
 		}},
 	}

@@ -72,7 +72,7 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 			InputSchema:           t.InputSchema,
 			OutputSchema:          t.OutputSchema,
 			Allowed:               permitted(t),
-			RequiresConfirm:       t.Annotations.Destructive,
+			RequiresConfirm:       t.RequiresConfirm(),
 			AcceptsIdempotencyKey: t.AcceptsIdempotencyKey,
 		})
 	}
