@@ -49,7 +49,7 @@ const (
 	OutcomeError   Outcome = "error"
 )
 
-// HTTPStatus is the status the REST transport answers with (DESIGN.md section 4).
+// HTTPStatus is the status the REST transport answers with (docs/architecture.md section 7).
 func (c Code) HTTPStatus() int {
 	switch c {
 	case InvalidToken:

@@ -54,7 +54,7 @@ func ErrorCodesMarkdown() string {
 	return b.String()
 }
 
-// mcpPresentation says how /mcp carries each code (DESIGN.md sections 1a and 4): token
+// mcpPresentation says how /mcp carries each code (docs/architecture.md sections 2 and 7): token
 // and scope failures are HTTP challenges, an unknown tool is a protocol error, and
 // everything else is a tool result the model can read and act on.
 func mcpPresentation(c apperr.Code) string {

@@ -27,7 +27,7 @@ import {
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { test, runTests, finish } from '../runner.mjs';
 
-// The spec's tool table (seeds/mcp-tool-annotations.en.md, DESIGN.md section 2),
+// The spec's tool table (seeds/mcp-tool-annotations.en.md, docs/architecture.md section 11),
 // hard-coded on purpose: the server must agree with the spec, not with itself.
 const SPEC = {
   list_issues:           { readOnly: true,  destructive: false, idempotent: true,  openWorld: false, scopes: ['issues:read'] },
@@ -49,7 +49,7 @@ const IDEMPOTENCY_KEY_TOOLS = new Set(['create_issue', 'comment_issue', 'trigger
 const AGENT = 'triage-bot';
 const CONFIRM_MESSAGE = { error: 'confirm: true required for destructive operations', code: 'destructive_flag_missing' };
 
-// Audit outcome of each error code (DESIGN.md section 4).
+// Audit outcome of each error code (docs/architecture.md section 6).
 const OUTCOME = {
   invalid_token: 'denied', insufficient_scope: 'denied', destructive_flag_missing: 'denied',
   permission_denied: 'denied', rate_limited: 'denied',
