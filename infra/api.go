@@ -33,7 +33,7 @@ type route struct {
 	authed bool
 }
 
-// routes is the HTTP surface (DESIGN.md section 3). Everything that runs a tool is
+// routes is the HTTP surface (docs/architecture.md section 5). Everything that runs a tool is
 // behind the authorizer; discovery and liveness are not, because a client must be able
 // to learn how to authenticate before it has a token.
 var routes = []route{

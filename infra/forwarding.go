@@ -12,7 +12,7 @@ import (
 )
 
 // fallbackFilterPattern selects the one-line JSON records a function prints when it
-// could not put an audit record on the stream (DESIGN.md section 5).
+// could not put an audit record on the stream (docs/architecture.md section 8).
 const fallbackFilterPattern = `{ $.audit_fallback IS TRUE }`
 
 // unauthenticatedFilterPattern selects the access-log entries of requests answered 401.

@@ -37,10 +37,10 @@ func TestSavedQueriesLoad(t *testing.T) {
 }
 
 // TestReadmeListsEverySavedQuery keeps the README's table of saved queries (in its
-// audit log section, and in docs/README-sections.md) equal to the files here.
+// audit log section) equal to the files here.
 func TestReadmeListsEverySavedQuery(t *testing.T) {
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| ")
-	for _, path := range []string{"../../README.md", "../../docs/README-sections.md"} {
+	for _, path := range []string{"../../README.md"} {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

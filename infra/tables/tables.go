@@ -8,7 +8,7 @@
 package tables
 
 // AttributeType is the DynamoDB type of every key attribute: all keys are strings
-// (DESIGN.md section 6), which lets every tenant key start with "WS#<workspace>".
+// (docs/architecture.md section 9), which lets every tenant key start with "WS#<workspace>".
 const AttributeType = "S"
 
 // ProjectionAll is the only projection the indexes use: list queries read whole items,

@@ -34,12 +34,6 @@ const (
 	WAFBlocked Code = "waf_blocked"
 )
 
-// Codes lists every code in documentation order. A test keeps the README in step.
-var Codes = []Code{
-	InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited,
-	InvalidArguments, NotFound, Conflict, InternalError, UnknownTool, WAFBlocked,
-}
-
 // Outcome is the audit outcome of a tool call.
 type Outcome string
 
@@ -49,67 +43,118 @@ const (
 	OutcomeError   Outcome = "error"
 )
 
-// HTTPStatus is the status the REST transport answers with (DESIGN.md section 4).
-func (c Code) HTTPStatus() int {
-	switch c {
-	case InvalidToken:
-		return http.StatusUnauthorized
-	case InsufficientScope, PermissionDenied, WAFBlocked:
-		return http.StatusForbidden
-	case DestructiveFlagMissing, InvalidArguments:
-		return http.StatusBadRequest
-	case NotFound, UnknownTool:
-		return http.StatusNotFound
-	case Conflict:
-		return http.StatusConflict
-	case RateLimited:
-		return http.StatusTooManyRequests
-	default:
-		return http.StatusInternalServerError
-	}
+// JSON-RPC error codes of the /mcp answers that are protocol errors rather than tool
+// results. -32001 and -32003 are server-defined (the -32000..-32099 range).
+const (
+	RPCInvalidParams = -32602
+	RPCInternalError = -32603
+	RPCUnauthorized  = -32001
+	RPCForbidden     = -32003
+)
+
+// Spec is everything the transports, the audit log and the README know about a code.
+// It is one row of Table, so that no fact about a code is decided in two places.
+type Spec struct {
+	Code Code
+	// HTTPStatus is the REST status (and the /mcp HTTP status of a challenge).
+	HTTPStatus int
+	Outcome    Outcome
+	// RPCCode is the JSON-RPC error code /mcp answers with; 0 means /mcp answers with a
+	// tool result carrying isError: true (HTTP 200), which the model can act on.
+	RPCCode int
+	// MCPForm is the README's wording of how /mcp carries the code.
+	MCPForm string
+	// Meaning is the one-line meaning, for the README and `aacmcp tools`.
+	Meaning string
 }
 
-// Outcome maps a code to the audit outcome: authorization decisions are "denied",
-// everything else that failed is "error".
-func (c Code) Outcome() Outcome {
-	switch c {
-	case "":
-		return OutcomeSuccess
-	case InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited, WAFBlocked:
-		return OutcomeDenied
-	default:
-		return OutcomeError
+const toolResult = "tool result with `isError: true`"
+
+// Table lists every code once, in documentation order (docs/architecture.md section 7).
+var Table = []Spec{
+	{InvalidToken, http.StatusUnauthorized, OutcomeDenied, RPCUnauthorized,
+		"HTTP 401 with `WWW-Authenticate: Bearer resource_metadata=...`",
+		"the bearer token is missing, malformed, unknown, expired or revoked"},
+	{InsufficientScope, http.StatusForbidden, OutcomeDenied, RPCForbidden,
+		"HTTP 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=...`, JSON-RPC error with `data.code`",
+		"the token lacks a scope the tool requires"},
+	{DestructiveFlagMissing, http.StatusBadRequest, OutcomeDenied, 0, toolResult,
+		"a destructive tool was called without the JSON boolean confirm: true"},
+	{PermissionDenied, http.StatusForbidden, OutcomeDenied, 0, toolResult,
+		"the user's role in the workspace does not allow the call"},
+	{RateLimited, http.StatusTooManyRequests, OutcomeDenied, 0, toolResult,
+		"too many calls for this token and tool; retry after retry_after_seconds"},
+	{InvalidArguments, http.StatusBadRequest, OutcomeError, 0, toolResult,
+		"the arguments do not match the tool's input schema"},
+	{NotFound, http.StatusNotFound, OutcomeError, 0, toolResult,
+		"no such item in the caller's workspace"},
+	{Conflict, http.StatusConflict, OutcomeError, 0, toolResult,
+		"expected_version is stale, or an idempotency key was reused with other arguments"},
+	{InternalError, http.StatusInternalServerError, OutcomeError, 0, toolResult,
+		"the server failed; nothing internal is disclosed"},
+	{UnknownTool, http.StatusNotFound, OutcomeError, RPCInvalidParams,
+		"JSON-RPC error -32602 with `data.code`",
+		"no tool of that name"},
+	{WAFBlocked, http.StatusForbidden, OutcomeDenied, 0,
+		"HTTP 403 (or the firewall rule's own status) from the firewall; the server never sees the request",
+		"the web application firewall refused the request before it reached the server (recorded from its log)"},
+}
+
+// Codes lists every code in documentation order. A test keeps the README in step.
+var Codes = func() []Code {
+	cs := make([]Code, len(Table))
+	for i, s := range Table {
+		cs[i] = s.Code
 	}
+	return cs
+}()
+
+var specs = func() map[Code]Spec {
+	m := make(map[Code]Spec, len(Table))
+	for _, s := range Table {
+		m[s.Code] = s
+	}
+	return m
+}()
+
+// unknownSpec answers for a code outside Table: the server failed.
+var unknownSpec = Spec{HTTPStatus: http.StatusInternalServerError, Outcome: OutcomeError, RPCCode: RPCInternalError}
+
+// Spec returns c's row of Table; a code outside it is treated as internal_error's
+// transport facts with an empty meaning.
+func (c Code) Spec() Spec {
+	if s, ok := specs[c]; ok {
+		return s
+	}
+	s := unknownSpec
+	s.Code = c
+	return s
+}
+
+// HTTPStatus is the status the REST transport answers with (docs/architecture.md section 7).
+func (c Code) HTTPStatus() int { return c.Spec().HTTPStatus }
+
+// Outcome maps a code to the audit outcome: authorization decisions are "denied",
+// everything else that failed is "error", and no code at all is "success".
+func (c Code) Outcome() Outcome {
+	if c == "" {
+		return OutcomeSuccess
+	}
+	return c.Spec().Outcome
+}
+
+// RPCCode is the JSON-RPC error code /mcp answers c with when it is a protocol error;
+// codes that /mcp carries as tool results answer RPCInternalError here, for callers
+// that must send a JSON-RPC error anyway.
+func (c Code) RPCCode() int {
+	if s := c.Spec(); s.RPCCode != 0 {
+		return s.RPCCode
+	}
+	return RPCInternalError
 }
 
 // Describe is the one-line meaning of each code, used by the README and `aacmcp tools`.
-func (c Code) Describe() string {
-	switch c {
-	case InvalidToken:
-		return "the bearer token is missing, malformed, unknown, expired or revoked"
-	case InsufficientScope:
-		return "the token lacks a scope the tool requires"
-	case DestructiveFlagMissing:
-		return "a destructive tool was called without the JSON boolean confirm: true"
-	case PermissionDenied:
-		return "the user's role in the workspace does not allow the call"
-	case RateLimited:
-		return "too many calls for this token and tool; retry after retry_after_seconds"
-	case InvalidArguments:
-		return "the arguments do not match the tool's input schema"
-	case NotFound:
-		return "no such item in the caller's workspace"
-	case Conflict:
-		return "expected_version is stale, or an idempotency key was reused with other arguments"
-	case InternalError:
-		return "the server failed; nothing internal is disclosed"
-	case UnknownTool:
-		return "no tool of that name"
-	case WAFBlocked:
-		return "the web application firewall refused the request before it reached the server (recorded from its log)"
-	}
-	return ""
-}
+func (c Code) Describe() string { return c.Spec().Meaning }
 
 // Error is the error value used everywhere a caller-visible failure is produced.
 type Error struct {

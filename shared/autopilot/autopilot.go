@@ -32,7 +32,7 @@ type Dispatcher interface {
 }
 
 // Queuer is implemented by dispatchers that only queue a job for a runner to pick up
-// later (the local outbox). A run they accept stays "queued" (DESIGN.md 1a): nothing
+// later (the local outbox). A run they accept stays "queued" (docs/architecture.md section 2): nothing
 // has reached the runner yet, and saying "dispatched" would claim otherwise.
 type Queuer interface {
 	QueuesOnly() bool

@@ -1,7 +1,7 @@
 // Package catalog declares every tool aacmcp exposes, once: name, title, description,
 // input and output schema, the four MCP annotations, the scopes it requires, and its
 // handler. MCP registration, tools/list, GET /tools, enforcement, audit fields and the
-// README's tool table all derive from this one list (DESIGN.md section 2).
+// README's tool table all derive from this one list (docs/architecture.md section 11).
 //
 // Handlers run after the guard has checked scopes, confirm, the input schema and
 // membership. They report failures as apperr values; the guard maps those to results,
@@ -78,7 +78,7 @@ type Catalog struct {
 	byName map[string]int
 }
 
-// New builds the catalog. The order is DESIGN.md section 2's, which is also the order
+// New builds the catalog. The order is docs/architecture.md section 11's, which is also the order
 // of tools/list and GET /tools.
 func New(deps Deps) *Catalog {
 	tools := []Tool{

@@ -20,7 +20,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/toolsnaps from the catalog")
 
-// wantTools is DESIGN.md section 2's table, in its order. It is written out here, not
+// wantTools is docs/architecture.md section 11's table, in its order. It is written out here, not
 // derived from the catalog, so that a change to either shows up as a failure.
 var wantTools = []struct {
 	name                                    string
@@ -54,7 +54,7 @@ func TestCatalogInventory(t *testing.T) {
 		w := wantTools[i]
 		t.Run(tool.Name, func(t *testing.T) {
 			if tool.Name != w.name {
-				t.Fatalf("tool %d is %q, want %q (catalog order is DESIGN.md's)", i, tool.Name, w.name)
+				t.Fatalf("tool %d is %q, want %q (catalog order is docs/architecture.md section 11)", i, tool.Name, w.name)
 			}
 			if seen[tool.Name] {
 				t.Errorf("duplicate tool name")

@@ -148,7 +148,7 @@ func TestUpdateIssue(t *testing.T) {
 	}
 
 	// Values that already hold: nothing changes, and a stale expected_version does not
-	// matter (DESIGN.md 1a): the very same issue comes back.
+	// matter (docs/architecture.md section 2): the very same issue comes back.
 	again, err := f.call(asBen, "update_issue", `{"issue_id":"`+id+`","title":"after","expected_version":1}`)
 	if err != nil {
 		t.Fatalf("no-op update with stale version: %v", err)

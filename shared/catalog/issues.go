@@ -365,7 +365,7 @@ type deleteTarget struct {
 
 // runDelete is the spec's order for a destructive tool: existence, then permission,
 // then the delete. A repeat (the item is gone) is answered from the tombstone alone and
-// judged by the same rule (DESIGN.md 1a: the first result again). It never deletes on
+// judged by the same rule (docs/architecture.md section 2: the first result again). It never deletes on
 // that path, so an item created under the same key since find looked cannot be deleted
 // without its permission check.
 func runDelete(ctx context.Context, c Call, q store.Queries, t deleteTarget) (string, error) {

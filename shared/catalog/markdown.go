@@ -49,25 +49,7 @@ func ErrorCodesMarkdown() string {
 	b.WriteString("| code | REST status | on `/mcp` | audit outcome | meaning |\n")
 	b.WriteString("|---|---|---|---|---|\n")
 	for _, c := range apperr.Codes {
-		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s |\n", c, c.HTTPStatus(), mcpPresentation(c), c.Outcome(), c.Describe())
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %s |\n", c, c.HTTPStatus(), c.Spec().MCPForm, c.Outcome(), c.Describe())
 	}
 	return b.String()
-}
-
-// mcpPresentation says how /mcp carries each code (DESIGN.md sections 1a and 4): token
-// and scope failures are HTTP challenges, an unknown tool is a protocol error, and
-// everything else is a tool result the model can read and act on.
-func mcpPresentation(c apperr.Code) string {
-	switch c {
-	case apperr.InvalidToken:
-		return "HTTP 401 with `WWW-Authenticate: Bearer resource_metadata=...`"
-	case apperr.InsufficientScope:
-		return "HTTP 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=...`, JSON-RPC error with `data.code`"
-	case apperr.UnknownTool:
-		return "JSON-RPC error -32602 with `data.code`"
-	case apperr.WAFBlocked:
-		return "HTTP 403 (or the firewall rule's own status) from the firewall; the server never sees the request"
-	default:
-		return "tool result with `isError: true`"
-	}
 }

@@ -1,6 +1,6 @@
 // Package guard is the enforcement pipeline of aacmcp: one code path, shared by the
 // MCP transport and the REST transport, that every tool call goes through in the
-// spec's order (DESIGN.md section 4):
+// spec's order (docs/architecture.md section 6):
 //
 //	principal -> tool -> scopes -> confirm -> rate limit -> arguments -> member and
 //	role -> idempotency -> handler -> one audit record and the usage counter
@@ -30,7 +30,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-// DefaultIdempotencyTTL is how long an idempotency key is remembered (DESIGN.md 1a
+// DefaultIdempotencyTTL is how long an idempotency key is remembered (docs/architecture.md section 2
 // asks for at least 24 h).
 const DefaultIdempotencyTTL = 24 * time.Hour
 
@@ -586,7 +586,7 @@ func (g *Guard) usageIncrement(c *call, end time.Time) store.UsageIncrement {
 	}
 }
 
-// maxRecordBytes is DESIGN.md section 5's bound on one audit line.
+// maxRecordBytes is docs/architecture.md section 8's bound on one audit line.
 const maxRecordBytes = 1024
 
 // fitRecord keeps the record's line under maxRecordBytes. Each caller-chosen text is

@@ -77,15 +77,7 @@ func rpcErrorResponse(id json.RawMessage, code int, msg string, data any) rpcErr
 }
 
 func rpcCodeFor(c apperr.Code) int {
-	switch c {
-	case apperr.InvalidToken:
-		return rpcUnauthorized
-	case apperr.InsufficientScope:
-		return rpcForbidden
-	case apperr.UnknownTool:
-		return rpcInvalidParams
-	}
-	return rpcInternalError
+	return c.RPCCode()
 }
 
 // parseEnvelope decodes a /mcp body far enough to route it. batch reports a JSON

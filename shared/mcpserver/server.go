@@ -1,4 +1,4 @@
-// Package mcpserver is aacmcp's HTTP surface (DESIGN.md section 3): MCP Streamable
+// Package mcpserver is aacmcp's HTTP surface (docs/architecture.md section 5): MCP Streamable
 // HTTP on /mcp (stateless, JSON responses), the REST routes /tools and
 // /tools/{name}, RFC 9728 protected resource metadata, and /healthz.
 //
@@ -75,7 +75,7 @@ type handler struct {
 	maxBody int64
 }
 
-// New returns the HTTP handler serving every route of DESIGN.md section 3.
+// New returns the HTTP handler serving every route of docs/architecture.md section 5.
 func New(cfg Config, g *guard.Guard, cat *catalog.Catalog, src PrincipalSource) http.Handler {
 	h := &handler{cfg: cfg, guard: g, cat: cat, auth: src, log: cfg.Logger, maxBody: cfg.MaxBodyBytes}
 	if h.log == nil {

@@ -62,7 +62,7 @@ type Writer interface {
 	CreateIssue(ctx context.Context, ws string, in NewIssue) (Issue, error)
 	// UpdateIssue applies the patch. If every value in the patch already holds, nothing
 	// is written, the current issue is returned with changed=false, and ExpectedVersion
-	// is not checked (DESIGN.md 1a: a repeat of an idempotent update succeeds). Otherwise
+	// is not checked (docs/architecture.md section 2: a repeat of an idempotent update succeeds). Otherwise
 	// a non-nil ExpectedVersion that differs from the stored version is conflict; on
 	// success the version is incremented and updated_at set.
 	UpdateIssue(ctx context.Context, ws, idOrKey string, p IssuePatch) (issue Issue, changed bool, err error)

@@ -41,7 +41,7 @@ const IDEMPOTENCY_KEY_TOOLS = new Set(['create_issue', 'comment_issue', 'trigger
 const AGENT = 'triage-bot';
 const CONFIRM_MESSAGE = { error: 'confirm: true required for destructive operations', code: 'destructive_flag_missing' };
 
-// Audit outcome of each error code (DESIGN.md section 4).
+// Audit outcome of each error code (docs/architecture.md section 6).
 const OUTCOME = {
   invalid_token: 'denied', insufficient_scope: 'denied', destructive_flag_missing: 'denied',
   permission_denied: 'denied', rate_limited: 'denied',

@@ -19,7 +19,7 @@ type LogDispatcher struct {
 	Logger *slog.Logger
 }
 
-// QueuesOnly marks the log as a queue: runs written to it stay "queued" (DESIGN.md 1a).
+// QueuesOnly marks the log as a queue: runs written to it stay "queued" (docs/architecture.md section 2).
 func (d LogDispatcher) QueuesOnly() bool { return true }
 
 // Dispatch implements autopilot.Dispatcher.

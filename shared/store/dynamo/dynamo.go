@@ -1,7 +1,7 @@
 // Package dynamo is the DynamoDB backend of store.Queries, auth.TokenStore and
 // store.OAuthStore.
 //
-// Layout (DESIGN.md section 6; the key schema itself is infra/tables): one main table
+// Layout (docs/architecture.md section 9; the key schema itself is infra/tables): one main table
 // whose every tenant partition key starts with "WS#<workspace>", so IAM
 // dynamodb:LeadingKeys can confine a role to one tenant, and a tokens table keyed by
 // the secret's SHA-256. The authorization server's state and the member lookups live
@@ -51,7 +51,7 @@ var _ API = (*dynamodb.Client)(nil)
 
 // Retention of items that only answer repeats.
 const (
-	// TombstoneTTL is how long a delete's result is remembered (DESIGN.md 1a: >= 24 h).
+	// TombstoneTTL is how long a delete's result is remembered (docs/architecture.md section 2: >= 24 h).
 	TombstoneTTL = 25 * time.Hour
 )
 

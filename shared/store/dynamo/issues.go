@@ -301,7 +301,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		next, changed := p.Apply(cur)
 		if !changed {
 			// A repeat of an applied update: succeed without writing, whatever the
-			// expected version says (DESIGN.md 1a).
+			// expected version says (docs/architecture.md section 2).
 			return cur, false, nil
 		}
 		if p.ExpectedVersion != nil && *p.ExpectedVersion != cur.Version {

@@ -48,7 +48,7 @@ const (
 // transactions, could drift from the issue; an issue tracker's workspace is small
 // enough that reading past non-matching issues is the cheaper trade.
 //
-// Usage lives in one partition per workspace (not one per day as DESIGN.md 6 sketches)
+// Usage lives in one partition per workspace (not one per day as docs/architecture.md section 9 sketches)
 // so that ListUsage is one strongly consistent Query whatever the span.
 const (
 	skMeta    = "META"

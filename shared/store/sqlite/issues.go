@@ -239,7 +239,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		next, ch := p.Apply(cur)
 		if !ch {
 			// A repeat of an applied update: succeed without writing, whatever the
-			// expected version says (DESIGN.md 1a).
+			// expected version says (docs/architecture.md section 2).
 			out = cur
 			return nil
 		}

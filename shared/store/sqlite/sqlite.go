@@ -62,7 +62,7 @@ var (
 
 // Retention of rows that only answer repeats.
 const (
-	// TombstoneTTL is how long a delete's result is remembered (DESIGN.md 1a: >= 24 h).
+	// TombstoneTTL is how long a delete's result is remembered (docs/architecture.md section 2: >= 24 h).
 	TombstoneTTL = 25 * time.Hour
 	// IdempotencyTTL is the default lifetime of an idempotency record.
 	IdempotencyTTL = 24 * time.Hour

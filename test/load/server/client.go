@@ -54,7 +54,7 @@ type Response struct {
 	Body    []byte
 }
 
-// errorBody is the error object of DESIGN.md section 4.
+// errorBody is the error object of docs/architecture.md section 7.
 type errorBody struct {
 	Error             string `json:"error"`
 	Code              string `json:"code"`

@@ -97,7 +97,7 @@ CREATE TABLE autopilot_runs (
 );
 CREATE INDEX autopilot_runs_by_issue ON autopilot_runs (workspace_id, issue_id);
 
--- What a delete answered, so a repeat can answer the same (DESIGN.md 1a). issue_seq
+-- What a delete answered, so a repeat can answer the same (docs/architecture.md section 2). issue_seq
 -- lets a repeat name the issue by key; keys are never reused (issue_seq only grows).
 CREATE TABLE tombstones (
     workspace_id TEXT    NOT NULL,
