@@ -37,6 +37,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 )
 
@@ -50,17 +51,15 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // must name no user, since access logs and $context.authorizer.principalId show it.
 const DeniedPrincipal = "invalid_token"
 
-// Context keys of the authorizer context; functions/mcp reads the same keys.
+// Context keys of the authorizer context (shared/authzctx names them for both
+// functions).
 const (
-	CtxWorkspaceID = "workspace_id"
-	CtxUserID      = "user_id"
-	CtxTokenID     = "token_id"
-	CtxScopes      = "scopes"    // space-separated: context values cannot be arrays
-	CtxClientID    = "client_id" // the OAuth client; "" for a personal token
-	// CtxExpiresAt is the token's expiry in Unix seconds (a decimal string, rounded
-	// down). API Gateway caches this answer per token for its TTL: the function
-	// refuses a cached answer past the token's own expiry with it.
-	CtxExpiresAt = "expires_at"
+	CtxWorkspaceID = authzctx.WorkspaceID
+	CtxUserID      = authzctx.UserID
+	CtxTokenID     = authzctx.TokenID
+	CtxScopes      = authzctx.Scopes
+	CtxClientID    = authzctx.ClientID
+	CtxExpiresAt   = authzctx.ExpiresAt
 )
 
 // Verifier checks a bearer secret (auth.Verifier does).
