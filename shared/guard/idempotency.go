@@ -1,8 +1,8 @@
 package guard
 
 import (
-	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"context"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"

@@ -6,6 +6,11 @@
 package record
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -190,4 +195,48 @@ func ToolFromPath(p string) string {
 		name = dec
 	}
 	return name
+}
+
+// Clean is Truncate(v, MaxText) for text read from a log line: the "-" API Gateway
+// writes for a value that does not apply becomes "", and invalid UTF-8 is
+// replaced, so the record stays valid.
+func Clean(v string) string {
+	if Absent(v) {
+		return ""
+	}
+	if !utf8.ValidString(v) {
+		v = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	return Truncate(v, MaxText)
+}
+
+// Absent reports a log value API Gateway left out ("-" or empty).
+func Absent(v string) bool { v = strings.TrimSpace(v); return v == "" || v == "-" }
+
+// Request times outside 2000..2200 are not AWS's: a record then carries the time it
+// was made, which still files it in a valid partition.
+const (
+	minEpochMS = 946684800000  // 2000-01-01
+	maxEpochMS = 7258118400000 // 2200-01-01
+)
+
+// LoggedTime is the time of a log line's epoch-milliseconds stamp, or now when the
+// stamp is implausible.
+func LoggedTime(ms int64) time.Time {
+	if ms > minEpochMS && ms < maxEpochMS {
+		return time.UnixMilli(ms).UTC()
+	}
+	return time.Now().UTC()
+}
+
+// StableEventID is a ULID at t whose random part is a hash of seed: the same logged
+// request always gets the same event id, so a log batch delivered twice (the
+// pipeline is at-least-once) yields duplicates that can be dropped downstream.
+func StableEventID(t time.Time, seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	id, err := ulid.New(ulid.Timestamp(t), bytes.NewReader(sum[:10]))
+	if err != nil {
+		return audit.NewEventIDAt(t)
+	}
+	return id.String()
 }
