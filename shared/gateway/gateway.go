@@ -43,9 +43,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
@@ -74,7 +74,7 @@ type Config struct {
 	// authorizer (in AWS: the forwarder puts them on the stream).
 	Audit audit.Sink
 	// Tools describes tools for those records (a catalog.Catalog).
-	Tools forwarderfn.ToolLookup
+	Tools accesslog.ToolLookup
 	// Stage and APIID appear in events and method ARNs (default "local").
 	Stage, APIID string
 	// StageInPath serves the API under /<Stage>, as the default execute-api URL
@@ -173,7 +173,7 @@ func New(cfg Config) http.Handler {
 type exchange struct {
 	requestID string
 	start     time.Time
-	entry     forwarderfn.AccessLogEntry
+	entry     accesslog.Entry
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +181,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{requestID: newRequestID(), start: now}
 	ip := sourceIP(r)
 	full := r.URL.Path
-	x.entry = forwarderfn.AccessLogEntry{
+	x.entry = accesslog.Entry{
 		// One id serves as both: locally no client can choose either.
 		ExtendedRequestID:   x.requestID,
 		RequestID:           x.requestID,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -37,16 +38,13 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 // idempotencyKeyArg is the argument name tools with AcceptsIdempotencyKey take.
 const idempotencyKeyArg = "idempotency_key"
 
-// maxAuditText bounds caller-chosen strings copied into an audit record, which must
-// stay well under 1 KB.
-const maxAuditText = 128
-
-// maxClientID bounds the OAuth client id copied into a record. Client ids are
-// chosen by the server (registrations) or are the URL of a client's metadata
-// document, which real clients keep short; 192 bytes leaves the other fields room
-// under the 1 KB line beside the two 64-character HMACs of event version 1.2 (at
-// 256, a record with every field at its bound no longer fit whole).
-const maxClientID = 192
+// The record's caps live in shared/audit/record; these names keep the guard's
+// tests reading naturally.
+const (
+	maxAuditText   = record.MaxText
+	maxClientID    = record.MaxClientID
+	maxRecordBytes = record.MaxLine
+)
 
 // Config wires a Guard.
 type Config struct {
@@ -230,46 +228,23 @@ func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Err
 }
 
 func (g *Guard) newCall(req Request) *call {
-	c := &call{req: req, started: time.Now(), now: g.now().UTC()}
-	c.rec = audit.Record{
-		EventVersion:    audit.EventVersion,
-		Tool:            truncate(req.Tool, maxAuditText),
-		ScopesProvided:  []string{},
-		ScopesRequired:  []string{},
-		RequestID:       truncate(req.RequestID, maxAuditText),
-		JSONRPCID:       truncate(req.JSONRPCID, maxAuditText),
-		ClientName:      truncate(req.ClientName, maxAuditText),
-		ClientVersion:   truncate(req.ClientVersion, maxAuditText),
-		ProtocolVersion: truncate(req.ProtocolVersion, maxAuditText),
-		UserAgent:       truncate(req.UserAgent, maxAuditText),
-		SourceIP:        truncate(req.SourceIP, maxAuditText),
+	return &call{req: req, started: time.Now(), now: g.now().UTC(), rec: record.Start(record.Request{
+		Principal:       req.Principal,
+		Tool:            req.Tool,
 		Transport:       req.Transport,
-		EventType:       audit.EventToolCall,
-	}
-	if p := req.Principal; p != nil {
-		c.rec.WorkspaceID = p.WorkspaceID
-		c.rec.UserID = p.UserID
-		c.rec.TokenID = p.TokenID
-		// Which connector made the call ("" for a personal token). It names who, so
-		// fitRecord never cuts it; the bound here only keeps one absurd client id
-		// from taking the whole line.
-		c.rec.ClientID = truncate(p.ClientID, maxClientID)
-		if len(p.Scopes) > 0 {
-			// One exact-size copy, sorted in place (slices.Sorted grows its result
-			// through several allocations). A copy, because the record outlives the
-			// call (Result.Record) and must not share the principal's array.
-			c.rec.ScopesProvided = slices.Clone(p.Scopes)
-			slices.Sort(c.rec.ScopesProvided)
-		}
-	}
-	return c
+		RequestID:       req.RequestID,
+		JSONRPCID:       req.JSONRPCID,
+		ClientName:      req.ClientName,
+		ClientVersion:   req.ClientVersion,
+		ProtocolVersion: req.ProtocolVersion,
+		UserAgent:       req.UserAgent,
+		SourceIP:        req.SourceIP,
+	})}
 }
 
 func (g *Guard) describeTool(c *call, t catalog.Tool) {
 	c.tool, c.known = t, true
-	c.rec.ReadOnly = t.Annotations.ReadOnly
-	c.rec.Destructive = t.Annotations.Destructive
-	c.rec.ScopesRequired = slices.Clone(t.Scopes)
+	record.Describe(&c.rec, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 }
 
 // run executes the pipeline up to the encoded result. A panic anywhere in it is an
@@ -299,7 +274,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
 	if a.obj != nil && t.ResourceID != nil {
-		c.rec.ResourceID = truncate(t.ResourceID(a.obj), maxAuditText)
+		record.SetResourceID(&c.rec, t.ResourceID(a.obj))
 	}
 
 	if !p.Has(t.Scopes...) {
@@ -483,7 +458,7 @@ func (g *Guard) invoke(ctx context.Context, c *call, tc catalog.Call) (res Resul
 	if c.rec.ResourceID == "" && !c.tool.Annotations.ReadOnly {
 		// A create names no target in its arguments; the created item's id is the
 		// resource the call touched.
-		c.rec.ResourceID = truncate(topLevelID(b), maxAuditText)
+		record.SetResourceID(&c.rec, topLevelID(b))
 	}
 	return Result{JSON: b}
 }
@@ -525,13 +500,7 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 		res.JSON = nil
 		res.Replay = false
 	}
-	c.rec.Timestamp = audit.FormatTime(end)
-	c.rec.EventID = audit.NewEventIDAt(end)
-	c.rec.Outcome = string(code.Outcome())
-	c.rec.Reason = string(code)
-	c.rec.IdempotentReplay = res.Replay
-	c.rec.DurationMS = time.Since(c.started).Milliseconds()
-	fitRecord(&c.rec)
+	record.Finish(&c.rec, end, code, res.Replay, time.Since(c.started))
 
 	// The caller may have gone away; the record must still be written, within the
 	// time the request had (on Lambda, the function's remaining time). The inner
@@ -586,43 +555,6 @@ func (g *Guard) usageIncrement(c *call, end time.Time) store.UsageIncrement {
 	}
 }
 
-// maxRecordBytes is docs/architecture.md section 8's bound on one audit line.
-const maxRecordBytes = 1024
-
-// fitRecord keeps the record's line under maxRecordBytes. Each caller-chosen text is
-// already capped at maxAuditText, but together (a long User-Agent, client name and
-// version, JSON-RPC id and request id) they can still push a record
-// past the bound; the longest of them is cut until the line fits. Who, what, the
-// outcome and the digests (fixed-size HMACs) are never cut.
-//
-// The line is measured by encoding it with the sinks' own encoder, so the bound
-// holds for the bytes they write, escapes included; into a buffer on the stack,
-// because this runs on every call and a line that fits then costs no allocation.
-func fitRecord(r *audit.Record) {
-	// AppendLine sizes its buffer from the unescaped lengths plus the widest
-	// integer, so any line that fits the bound fits this buffer without regrowing.
-	var buf [maxRecordBytes + 64]byte
-	for {
-		line := audit.AppendLine(buf[:0], *r)
-		if len(line) < maxRecordBytes {
-			return
-		}
-		over := len(line) - maxRecordBytes + 1
-		var longest *string
-		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
-			if longest == nil || len(*f) > len(*longest) {
-				longest = f
-			}
-		}
-		if len(*longest) == 0 {
-			return
-		}
-		// Escaped characters take more bytes on the wire than in the string, so cut
-		// at least what is over and loop until it fits.
-		*longest = truncate(*longest, max(0, len(*longest)-over))
-	}
-}
-
 type detached struct {
 	context.Context
 	cancel context.CancelFunc
@@ -646,18 +578,7 @@ func detach(ctx context.Context) detached {
 	}
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary so the record stays valid UTF-8.
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func truncate(s string, n int) string { return record.Truncate(s, n) }
 
 func errInvalidToken() *apperr.Error {
 	return apperr.New(apperr.InvalidToken, "missing or invalid bearer token")

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -78,7 +79,7 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		}
 		if prev.State == store.IdemCompleted {
 			if prev.ResourceID != "" {
-				c.rec.ResourceID = truncate(prev.ResourceID, maxAuditText)
+				record.SetResourceID(&c.rec, prev.ResourceID)
 			}
 			return Result{JSON: prev.Result, Replay: true}
 		}

@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -35,9 +34,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
-	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
-	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 )
 
 // ErrUnauthorized is the one error text API Gateway maps to 401 (its UNAUTHORIZED
@@ -50,17 +49,15 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // must name no user, since access logs and $context.authorizer.principalId show it.
 const DeniedPrincipal = "invalid_token"
 
-// Context keys of the authorizer context; functions/mcp reads the same keys.
+// Context keys of the authorizer context (shared/authzctx names them for both
+// functions).
 const (
-	CtxWorkspaceID = "workspace_id"
-	CtxUserID      = "user_id"
-	CtxTokenID     = "token_id"
-	CtxScopes      = "scopes"    // space-separated: context values cannot be arrays
-	CtxClientID    = "client_id" // the OAuth client; "" for a personal token
-	// CtxExpiresAt is the token's expiry in Unix seconds (a decimal string, rounded
-	// down). API Gateway caches this answer per token for its TTL: the function
-	// refuses a cached answer past the token's own expiry with it.
-	CtxExpiresAt = "expires_at"
+	CtxWorkspaceID = authzctx.WorkspaceID
+	CtxUserID      = authzctx.UserID
+	CtxTokenID     = authzctx.TokenID
+	CtxScopes      = authzctx.Scopes
+	CtxClientID    = authzctx.ClientID
+	CtxExpiresAt   = authzctx.ExpiresAt
 )
 
 // Verifier checks a bearer secret (auth.Verifier does).
@@ -68,9 +65,9 @@ type Verifier interface {
 	Verify(ctx context.Context, secret string) (auth.Principal, error)
 }
 
-// Rejecter audits a refused request (guard.Guard does).
+// Rejecter audits a refused request (SinkRejecter does).
 type Rejecter interface {
-	RecordRejected(ctx context.Context, req guard.Request, err *apperr.Error)
+	RecordRejected(ctx context.Context, req record.Request, err *apperr.Error)
 }
 
 // Config wires an Authorizer.
@@ -225,9 +222,9 @@ func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Pri
 
 // reject writes the one audit record of a refused request.
 func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
-	gr := guard.Request{
+	gr := record.Request{
 		Tool:      ToolFromPath(req.Resource, req.Path, req.PathParameters),
-		Transport: transportOf(req.Resource, req.Path),
+		Transport: record.Transport(req.Resource, req.Path),
 		RequestID: req.RequestContext.RequestID,
 		UserAgent: header(req, "User-Agent"),
 		SourceIP:  req.RequestContext.Identity.SourceIP,
@@ -257,33 +254,16 @@ func apiWildcard(methodArn string) (string, error) {
 	return parts[0] + "/" + parts[1] + "/*/*", nil
 }
 
-// ToolFromPath returns the tool named by a /tools/{name} request ("" otherwise).
+// ToolFromPath returns the tool named by a /tools/{name} request ("" otherwise):
+// API Gateway's path parameter when it set one, else the path's last segment.
 func ToolFromPath(resource, path string, params map[string]string) string {
-	if resource != "/tools/{name}" && !strings.Contains(path, "/tools/") {
+	if resource != record.ToolsResource && !strings.Contains(path, "/tools/") {
 		return ""
 	}
 	if n := params["name"]; n != "" {
 		return n
 	}
-	i := strings.LastIndex(path, "/tools/")
-	if i < 0 {
-		return ""
-	}
-	name := path[i+len("/tools/"):]
-	if strings.Contains(name, "/") {
-		return ""
-	}
-	if dec, err := url.PathUnescape(name); err == nil {
-		return dec
-	}
-	return name
-}
-
-func transportOf(resource, path string) string {
-	if resource == "/mcp" || strings.HasSuffix(path, "/mcp") {
-		return audit.TransportMCP
-	}
-	return audit.TransportREST
+	return record.ToolFromPath(path)
 }
 
 // header reads a header case-insensitively (REST events keep the client's case).

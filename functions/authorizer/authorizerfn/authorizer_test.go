@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
-	"github.com/aacworkflow/aacmcp/shared/guard"
 )
 
 func TestAPIWildcard(t *testing.T) {
@@ -62,11 +62,11 @@ func (f verifierFunc) Verify(ctx context.Context, s string) (auth.Principal, err
 
 type rejections struct {
 	mu   sync.Mutex
-	reqs []guard.Request
+	reqs []record.Request
 	errs []*apperr.Error
 }
 
-func (r *rejections) RecordRejected(_ context.Context, req guard.Request, err *apperr.Error) {
+func (r *rejections) RecordRejected(_ context.Context, req record.Request, err *apperr.Error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = append(r.reqs, req)

@@ -12,7 +12,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
-	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
@@ -59,15 +58,12 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 	// The store is used for GetTokenByHash, and with an external issuer for the
 	// members' e-mail lookup.
 	tokens := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, dynamo.WithLogger(log))
-	// The guard is used only to write rejection records exactly as the MCP function
-	// writes its own (tool metadata from the catalog); it runs no tool and touches no
-	// store.
-	g := guard.New(guard.Config{
-		Catalog: catalog.New(catalog.Deps{}),
-		Audit:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
-		Now:     d.Now,
-		Logger:  log,
-	})
+	rej := SinkRejecter{
+		Tools:  catalog.New(catalog.Deps{}),
+		Sink:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
+		Now:    d.Now,
+		Logger: log,
+	}
 	jv, err := buildJWT(cfg, d, tokens, log)
 	if err != nil {
 		return nil, err
@@ -77,7 +73,7 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 	return New(Config{
 		Verifier:     &auth.Verifier{Store: tokens, Now: d.Now},
 		JWT:          jv,
-		Audit:        g,
+		Audit:        rej,
 		Failures:     NewDynamoFailures(d.DB, cfg.TokensTable, cfg.AuthFailLimit),
 		FailureLimit: cfg.AuthFailLimit.Limit,
 		Now:          d.Now,

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 )
 
 // WAFLogEntry is the part of one AWS WAF log record (one CloudWatch Logs event of
@@ -70,7 +70,7 @@ const mcpNameHeader = "Mcp-Name"
 // no tool invocation. ok is false for requests naming no tool.
 func (e WAFLogEntry) tool() (name, transport string, ok bool) {
 	uri := strings.TrimSpace(e.HTTPRequest.URI)
-	if n := toolFromPath(uri); n != "" {
+	if n := record.ToolFromPath(uri); n != "" {
 		return n, audit.TransportREST, true
 	}
 	if !strings.HasSuffix(strings.TrimRight(uri, "/"), "/mcp") || !strings.EqualFold(e.HTTPRequest.HTTPMethod, "POST") {
@@ -100,24 +100,21 @@ func (e WAFLogEntry) Record(tools ToolLookup) (audit.Record, bool) {
 	if !ok {
 		return audit.Record{}, false
 	}
-	at := time.Now().UTC()
-	if e.Timestamp > minEpochMS && e.Timestamp < maxEpochMS {
-		at = time.UnixMilli(e.Timestamp).UTC()
-	}
+	at := record.LoggedTime(e.Timestamp)
 	r := audit.Record{
-		EventID: eventIDFor(at, "waf:"+e.WebACLID+"|"+e.HTTPRequest.RequestID+"|"+
+		EventID: record.StableEventID(at, "waf:"+e.WebACLID+"|"+e.HTTPRequest.RequestID+"|"+
 			strconv.FormatInt(e.Timestamp, 10)+"|"+e.HTTPRequest.ClientIP+"|"+e.HTTPRequest.URI),
 		EventVersion:    audit.EventVersion,
 		Timestamp:       audit.FormatTime(at),
-		Tool:            clean(name),
+		Tool:            record.Clean(name),
 		Outcome:         audit.OutcomeDenied,
 		Reason:          string(apperr.WAFBlocked),
 		ScopesProvided:  []string{},
 		ScopesRequired:  []string{},
-		RequestID:       clean(e.HTTPRequest.RequestID),
-		ProtocolVersion: clean(e.header("MCP-Protocol-Version")),
-		UserAgent:       clean(e.header("User-Agent")),
-		SourceIP:        clean(e.HTTPRequest.ClientIP),
+		RequestID:       record.Clean(e.HTTPRequest.RequestID),
+		ProtocolVersion: record.Clean(e.header("MCP-Protocol-Version")),
+		UserAgent:       record.Clean(e.header("User-Agent")),
+		SourceIP:        record.Clean(e.HTTPRequest.ClientIP),
 		Transport:       transport,
 		EventType:       audit.EventToolCall,
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
-	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 )
 
 // AuthorizerContext is the PrincipalSource of the Lambda: the context the REQUEST
@@ -36,16 +36,16 @@ func (a AuthorizerContext) Principal(r *http.Request) (auth.Principal, error) {
 		return auth.Principal{}, missing()
 	}
 	p := auth.Principal{
-		WorkspaceID: str(rc.Authorizer[authorizerfn.CtxWorkspaceID]),
-		UserID:      str(rc.Authorizer[authorizerfn.CtxUserID]),
-		TokenID:     str(rc.Authorizer[authorizerfn.CtxTokenID]),
-		Scopes:      auth.ParseScopes(str(rc.Authorizer[authorizerfn.CtxScopes])),
-		ClientID:    str(rc.Authorizer[authorizerfn.CtxClientID]),
+		WorkspaceID: str(rc.Authorizer[authzctx.WorkspaceID]),
+		UserID:      str(rc.Authorizer[authzctx.UserID]),
+		TokenID:     str(rc.Authorizer[authzctx.TokenID]),
+		Scopes:      auth.ParseScopes(str(rc.Authorizer[authzctx.Scopes])),
+		ClientID:    str(rc.Authorizer[authzctx.ClientID]),
 	}
 	if p.WorkspaceID == "" || p.UserID == "" || p.TokenID == "" {
 		return auth.Principal{}, missing()
 	}
-	sec, err := strconv.ParseInt(str(rc.Authorizer[authorizerfn.CtxExpiresAt]), 10, 64)
+	sec, err := strconv.ParseInt(str(rc.Authorizer[authzctx.ExpiresAt]), 10, 64)
 	if err != nil {
 		return auth.Principal{}, missing()
 	}

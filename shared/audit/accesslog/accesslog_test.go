@@ -1,4 +1,4 @@
-package forwarderfn
+package accesslog
 
 import (
 	"encoding/json"
@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 )
 
-// sampleLine renders AccessLogFormat the way API Gateway would, with vars filled in
+// sampleLine renders Format the way API Gateway would, with vars filled in
 // and "-" for everything not given.
 func sampleLine(vars map[string]string) string {
-	out := AccessLogFormat
+	out := Format
 	for _, v := range []string{
 		"$context.requestTimeEpoch", "$context.extendedRequestId", "$context.requestId", "$context.identity.sourceIp",
 		"$context.identity.userAgent", "$context.httpMethod", "$context.resourcePath",
@@ -30,7 +31,7 @@ func sampleLine(vars map[string]string) string {
 	return out
 }
 
-func TestAccessLogFormatIsJSON(t *testing.T) {
+func TestFormatIsJSON(t *testing.T) {
 	line := sampleLine(nil)
 	if strings.Contains(line, "$context") {
 		t.Fatalf("a variable of the format is not covered by the test: %s", line)
@@ -40,12 +41,12 @@ func TestAccessLogFormatIsJSON(t *testing.T) {
 		t.Fatalf("format with values is not JSON: %v", err)
 	}
 	// Every field the parser reads is in the format.
-	b, _ := json.Marshal(AccessLogEntry{})
+	b, _ := json.Marshal(Entry{})
 	var fields map[string]string
 	_ = json.Unmarshal(b, &fields)
 	for k := range fields {
 		if _, ok := m[k]; !ok {
-			t.Errorf("AccessLogEntry field %s is not in AccessLogFormat", k)
+			t.Errorf("Entry field %s is not in Format", k)
 		}
 	}
 }
@@ -96,7 +97,7 @@ func TestAccessLogRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, ok := ParseAccessLog([]byte(sampleLine(tt.vars)))
+			e, ok := Parse([]byte(sampleLine(tt.vars)))
 			if !ok {
 				t.Fatal("line not parsed")
 			}
@@ -129,7 +130,7 @@ func TestAccessLogRecord(t *testing.T) {
 	}
 }
 
-func TestParseAccessLogIgnoresOtherLines(t *testing.T) {
+func TestParseIgnoresOtherLines(t *testing.T) {
 	for _, line := range []string{
 		"",
 		"START RequestId: 123 Version: $LATEST",
@@ -138,8 +139,8 @@ func TestParseAccessLogIgnoresOtherLines(t *testing.T) {
 		`[1,2,3]`,
 		`{"requestId":"x","status":`,
 	} {
-		if _, ok := ParseAccessLog([]byte(line)); ok {
-			t.Errorf("ParseAccessLog(%q) accepted", line)
+		if _, ok := Parse([]byte(line)); ok {
+			t.Errorf("Parse(%q) accepted", line)
 		}
 	}
 }
@@ -151,7 +152,7 @@ func FuzzAccessLogRecord(f *testing.F) {
 	f.Add([]byte("not json"))
 	cat := catalog.New(catalog.Deps{})
 	f.Fuzz(func(t *testing.T, line []byte) {
-		e, ok := ParseAccessLog(line)
+		e, ok := Parse(line)
 		if !ok {
 			return
 		}
@@ -162,7 +163,7 @@ func FuzzAccessLogRecord(f *testing.F) {
 		if err := r.Validate(); err != nil {
 			t.Fatalf("record from %q is invalid: %v", line, err)
 		}
-		if len(r.UserAgent) > maxText || len(r.Tool) > maxText || len(r.SourceIP) > maxText || len(r.RequestID) > maxText {
+		if len(r.UserAgent) > record.MaxText || len(r.Tool) > record.MaxText || len(r.SourceIP) > record.MaxText || len(r.RequestID) > record.MaxText {
 			t.Fatalf("unbounded text in %+v", r)
 		}
 	})

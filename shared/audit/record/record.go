@@ -1,0 +1,242 @@
+// Package record builds audit records. The guard (every tool call), the Lambda
+// authorizer (refused tokens) and the access-log forwarder (requests API Gateway
+// refused itself) all build theirs here, so a record means the same thing whoever
+// wrote it: the same caps on caller-chosen text, the same transport and
+// tool-from-path rules, and the same 1 KB bound on the line.
+package record
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+// MaxText bounds each caller-chosen string copied into a record (tool, ids, client
+// name and version, User-Agent, source IP, resource id).
+const MaxText = 128
+
+// MaxClientID bounds the OAuth client id copied into a record. Client ids are
+// chosen by the server (registrations) or are the URL of a client's metadata
+// document, which real clients keep short; 192 bytes leaves the other fields room
+// under the 1 KB line beside the two 64-character HMACs of event version 1.2 (at
+// 256, a record with every field at its bound no longer fit whole).
+const MaxClientID = 192
+
+// MaxLine is the bound on one encoded audit line, newline excluded: Fit keeps every
+// record strictly under it.
+const MaxLine = 1024
+
+// ToolsResource is the REST route whose last path segment names the tool.
+const ToolsResource = "/tools/{name}"
+
+// Request is what a transport knows of one request when it builds its record.
+type Request struct {
+	// Principal is the authenticated caller; nil when the request carried no valid
+	// token (a known but refused token may still name its TokenID).
+	Principal *auth.Principal
+	Tool      string
+	Transport string // audit.TransportMCP or audit.TransportREST
+
+	RequestID, JSONRPCID                       string
+	ClientName, ClientVersion, ProtocolVersion string
+	UserAgent, SourceIP                        string
+}
+
+// Start returns the record's who and what: every field known before the call runs,
+// each caller-chosen text capped. Outcome, time and event id are Finish's.
+func Start(req Request) audit.Record {
+	r := audit.Record{
+		EventVersion:    audit.EventVersion,
+		Tool:            Truncate(req.Tool, MaxText),
+		ScopesProvided:  []string{},
+		ScopesRequired:  []string{},
+		RequestID:       Truncate(req.RequestID, MaxText),
+		JSONRPCID:       Truncate(req.JSONRPCID, MaxText),
+		ClientName:      Truncate(req.ClientName, MaxText),
+		ClientVersion:   Truncate(req.ClientVersion, MaxText),
+		ProtocolVersion: Truncate(req.ProtocolVersion, MaxText),
+		UserAgent:       Truncate(req.UserAgent, MaxText),
+		SourceIP:        Truncate(req.SourceIP, MaxText),
+		Transport:       req.Transport,
+		EventType:       audit.EventToolCall,
+	}
+	if p := req.Principal; p != nil {
+		r.WorkspaceID = p.WorkspaceID
+		r.UserID = p.UserID
+		r.TokenID = p.TokenID
+		// Which connector made the call ("" for a personal token). It names who, so
+		// Fit never cuts it; the bound here only keeps one absurd client id from
+		// taking the whole line.
+		r.ClientID = Truncate(p.ClientID, MaxClientID)
+		if len(p.Scopes) > 0 {
+			// One exact-size copy, sorted in place (slices.Sorted grows its result
+			// through several allocations). A copy, because the record outlives the
+			// call and must not share the principal's array.
+			r.ScopesProvided = slices.Clone(p.Scopes)
+			slices.Sort(r.ScopesProvided)
+		}
+	}
+	return r
+}
+
+// Describe copies a known tool's annotations and required scopes into r.
+func Describe(r *audit.Record, readOnly, destructive bool, scopes []string) {
+	r.ReadOnly = readOnly
+	r.Destructive = destructive
+	r.ScopesRequired = slices.Clone(scopes)
+	if r.ScopesRequired == nil {
+		r.ScopesRequired = []string{}
+	}
+}
+
+// SetResourceID records the id of the resource a call acted on, capped like any
+// caller-chosen text.
+func SetResourceID(r *audit.Record, id string) { r.ResourceID = Truncate(id, MaxText) }
+
+// Finish stamps the outcome of code ("" for success) at time end, gives the record
+// its event id and fits it under MaxLine.
+func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d time.Duration) {
+	r.Timestamp = audit.FormatTime(end)
+	r.EventID = audit.NewEventIDAt(end)
+	r.Outcome = string(code.Outcome())
+	r.Reason = string(code)
+	r.IdempotentReplay = replay
+	r.DurationMS = d.Milliseconds()
+	Fit(r)
+}
+
+// Fit keeps the record's line under MaxLine. Each caller-chosen text is already
+// capped at MaxText, but together (a long User-Agent, client name and version,
+// JSON-RPC id and request id) they can still push a record past the bound; the
+// longest of them is cut until the line fits. Who, what, the outcome and the
+// digests (fixed-size HMACs) are never cut.
+//
+// The line is measured by encoding it with the sinks' own encoder, so the bound
+// holds for the bytes they write, escapes included; into a buffer on the stack,
+// because this runs on every call and a line that fits then costs no allocation.
+func Fit(r *audit.Record) {
+	// AppendLine sizes its buffer from the unescaped lengths plus the widest
+	// integer, so any line that fits the bound fits this buffer without regrowing.
+	var buf [MaxLine + 64]byte
+	for {
+		line := audit.AppendLine(buf[:0], *r)
+		if len(line) < MaxLine {
+			return
+		}
+		over := len(line) - MaxLine + 1
+		var longest *string
+		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
+			if longest == nil || len(*f) > len(*longest) {
+				longest = f
+			}
+		}
+		if len(*longest) == 0 {
+			return
+		}
+		// Escaped characters take more bytes on the wire than in the string, so cut
+		// at least what is over and loop until it fits.
+		*longest = Truncate(*longest, max(0, len(*longest)-over))
+	}
+}
+
+// Truncate cuts s to at most n bytes on a rune boundary, so the record stays
+// valid UTF-8.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// Transport is the transport of an API Gateway request from its resource (the
+// route template) and path: /mcp is MCP, /tools/{name} is REST even for a tool
+// whose name ends the path in /mcp, and a path under a custom domain's prefix is
+// judged by its last segment.
+func Transport(resource, path string) string {
+	switch strings.TrimSpace(resource) {
+	case "/mcp":
+		return audit.TransportMCP
+	case ToolsResource:
+		return audit.TransportREST
+	}
+	if strings.HasSuffix(strings.TrimSpace(path), "/mcp") {
+		return audit.TransportMCP
+	}
+	return audit.TransportREST
+}
+
+// ToolFromPath returns the (unescaped) segment after the last /tools/ in a request
+// path such as /prod/tools/get_issue (the stage prefix varies with custom domains),
+// or "" when there is none or it is not a single segment.
+func ToolFromPath(p string) string {
+	p = strings.TrimRight(strings.TrimSpace(p), "/")
+	i := strings.LastIndex(p, "/tools/")
+	if i < 0 {
+		return ""
+	}
+	name := p[i+len("/tools/"):]
+	if strings.Contains(name, "/") {
+		return ""
+	}
+	if dec, err := url.PathUnescape(name); err == nil {
+		name = dec
+	}
+	return name
+}
+
+// Clean is Truncate(v, MaxText) for text read from a log line: the "-" API Gateway
+// writes for a value that does not apply becomes "", and invalid UTF-8 is
+// replaced, so the record stays valid.
+func Clean(v string) string {
+	if Absent(v) {
+		return ""
+	}
+	if !utf8.ValidString(v) {
+		v = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	return Truncate(v, MaxText)
+}
+
+// Absent reports a log value API Gateway left out ("-" or empty).
+func Absent(v string) bool { v = strings.TrimSpace(v); return v == "" || v == "-" }
+
+// Request times outside 2000..2200 are not AWS's: a record then carries the time it
+// was made, which still files it in a valid partition.
+const (
+	minEpochMS = 946684800000  // 2000-01-01
+	maxEpochMS = 7258118400000 // 2200-01-01
+)
+
+// LoggedTime is the time of a log line's epoch-milliseconds stamp, or now when the
+// stamp is implausible.
+func LoggedTime(ms int64) time.Time {
+	if ms > minEpochMS && ms < maxEpochMS {
+		return time.UnixMilli(ms).UTC()
+	}
+	return time.Now().UTC()
+}
+
+// StableEventID is a ULID at t whose random part is a hash of seed: the same logged
+// request always gets the same event id, so a log batch delivered twice (the
+// pipeline is at-least-once) yields duplicates that can be dropped downstream.
+func StableEventID(t time.Time, seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	id, err := ulid.New(ulid.Timestamp(t), bytes.NewReader(sum[:10]))
+	if err != nil {
+		return audit.NewEventIDAt(t)
+	}
+	return id.String()
+}

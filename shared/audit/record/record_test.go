@@ -1,0 +1,180 @@
+package record
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+)
+
+func TestTransport(t *testing.T) {
+	tests := []struct {
+		resource, path, want string
+	}{
+		{"/mcp", "/prod/mcp", audit.TransportMCP},
+		{" /mcp ", "", audit.TransportMCP},
+		{"/tools/{name}", "/prod/tools/get_issue", audit.TransportREST},
+		// A tool named "mcp" is still a REST call.
+		{"/tools/{name}", "/prod/tools/mcp", audit.TransportREST},
+		// No resource (a request API Gateway routed nowhere): judged by the path.
+		{"", "/custom/prefix/mcp", audit.TransportMCP},
+		{"", "/custom/prefix/mcp ", audit.TransportMCP},
+		{"-", "/prod/tools/get_issue", audit.TransportREST},
+		{"", "", audit.TransportREST},
+	}
+	for _, tt := range tests {
+		if got := Transport(tt.resource, tt.path); got != tt.want {
+			t.Errorf("Transport(%q, %q) = %q, want %q", tt.resource, tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestToolFromPath(t *testing.T) {
+	tests := []struct{ path, want string }{
+		{"/prod/tools/get_issue", "get_issue"},
+		{"/tools/get_issue", "get_issue"},
+		{"/prod/tools/get_issue/", "get_issue"},
+		{" /prod/tools/get_issue ", "get_issue"},
+		{"/prod/tools/get%5Fissue", "get_issue"},
+		{"/prod/tools/%zz", "%zz"}, // not an escape: kept as sent
+		{"/prod/tools/a/b", ""},
+		{"/prod/tools/", ""},
+		{"/prod/mcp", ""},
+		{"", ""},
+		{"/a/tools/b/tools/c", "c"},
+	}
+	for _, tt := range tests {
+		if got := ToolFromPath(tt.path); got != tt.want {
+			t.Errorf("ToolFromPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"ab\u00e9", 3, "ab"}, // é is two bytes: never split
+		{"\u00e9", 0, ""},
+		{"", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := Truncate(tt.s, tt.n); got != tt.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestClean(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"-", ""},
+		{" - ", ""},
+		{"", ""},
+		{"curl/8", "curl/8"},
+		{"a\xffb", "a\uFFFDb"},
+		{strings.Repeat("x", MaxText+10), strings.Repeat("x", MaxText)},
+	}
+	for _, tt := range tests {
+		if got := Clean(tt.in); got != tt.want {
+			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// fullRequest has every caller-chosen field at (or past) its bound.
+func fullRequest(filler string) Request {
+	long := strings.Repeat(filler, 2*MaxText)
+	return Request{
+		Principal: &auth.Principal{
+			WorkspaceID: "ws_acme", UserID: "usr_admin", TokenID: "tok_1", Scopes: []string{"issues:write", "issues:read"},
+			ClientID: strings.Repeat("c", 4*MaxClientID),
+		},
+		Tool: long, Transport: audit.TransportREST,
+		RequestID: long, JSONRPCID: long, ClientName: long, ClientVersion: long,
+		ProtocolVersion: long, UserAgent: long,
+		// Source IPs come from the network (API Gateway, RemoteAddr), not the caller.
+		SourceIP: "203.0.113.9",
+	}
+}
+
+func TestBuildStaysUnderTheLine(t *testing.T) {
+	end := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name, filler string
+		code         apperr.Code
+	}{
+		{"ascii", "a", apperr.InvalidArguments},
+		{"multi-byte", "\u00e9", apperr.InsufficientScope},
+		{"escaped", "\"", apperr.InternalError},
+		{"control", "\x01", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Start(fullRequest(tt.filler))
+			Describe(&r, false, true, []string{"issues:write"})
+			SetResourceID(&r, strings.Repeat(tt.filler, 4*MaxText))
+			r.ArgsHMAC = strings.Repeat("a", 64)
+			r.IdempotencyKeyHMAC = strings.Repeat("b", 64)
+			Finish(&r, end, tt.code, false, 1500*time.Millisecond)
+
+			line, err := audit.MarshalLine(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) >= MaxLine {
+				t.Errorf("line is %d bytes, want < %d: %s", len(line), MaxLine, line)
+			}
+			if err := r.Validate(); err != nil {
+				t.Errorf("record invalid: %v", err)
+			}
+			for name, f := range map[string]string{"tool": r.Tool, "user_agent": r.UserAgent, "resource_id": r.ResourceID, "source_ip": r.SourceIP} {
+				if len(f) > MaxText || !utf8.ValidString(f) {
+					t.Errorf("%s = %q: over %d bytes or not UTF-8", name, f, MaxText)
+				}
+			}
+			// Who and the outcome are never cut.
+			if len(r.ClientID) != MaxClientID || r.Reason != string(tt.code) || r.Outcome != string(tt.code.Outcome()) ||
+				r.DurationMS != 1500 || r.Timestamp != audit.FormatTime(end) {
+				t.Errorf("record lost who or outcome: %+v", r)
+			}
+			if got := strings.Join(r.ScopesProvided, " "); got != "issues:read issues:write" {
+				t.Errorf("scopes_provided = %q, want sorted", got)
+			}
+		})
+	}
+}
+
+func TestStartWithoutPrincipal(t *testing.T) {
+	r := Start(Request{Tool: "get_issue", Transport: audit.TransportMCP})
+	if r.WorkspaceID != "" || r.TokenID != "" || r.ScopesProvided == nil || r.ScopesRequired == nil {
+		t.Errorf("record of an anonymous request = %+v, want no who and empty (not nil) scopes", r)
+	}
+	Describe(&r, true, false, nil)
+	if r.ScopesRequired == nil || !r.ReadOnly || r.Destructive {
+		t.Errorf("Describe = %+v", r)
+	}
+}
+
+func TestStableEventID(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	a, b, c := StableEventID(at, "apigw:x"), StableEventID(at, "apigw:x"), StableEventID(at, "apigw:y")
+	if a != b || a == c {
+		t.Errorf("StableEventID: same seed %q/%q, other seed %q", a, b, c)
+	}
+}
+
+func TestLoggedTime(t *testing.T) {
+	if got := LoggedTime(1764547200000); !got.Equal(time.UnixMilli(1764547200000)) {
+		t.Errorf("LoggedTime = %v", got)
+	}
+	if got := LoggedTime(-5); got.Year() < 2026 {
+		t.Errorf("LoggedTime(-5) = %v, want now", got)
+	}
+}
