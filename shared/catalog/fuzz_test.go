@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // FuzzToolArguments feeds arbitrary arguments to every handler against a real store.
@@ -41,11 +40,7 @@ func FuzzToolArguments(f *testing.F) {
 		f.Add(s.tool, []byte(s.args))
 	}
 
-	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
-	if err != nil {
-		f.Fatalf("sqlite.Open: %v", err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
+	st := memory.New()
 	ctx := context.Background()
 	if _, err := st.CreateWorkspace(ctx, store.Workspace{ID: wsDemo, Key: "AAC", Name: "Demo"}); err != nil {
 		f.Fatal(err)
