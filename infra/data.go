@@ -8,7 +8,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // dataTables are the two DynamoDB tables.
@@ -18,31 +18,31 @@ type dataTables struct {
 }
 
 func newDataTables(scope constructs.Construct) (*dataTables, error) {
-	main, err := newTable(scope, "MainTable", tables.Main)
+	main, err := newTable(scope, "MainTable", dynamo.Main)
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := newTable(scope, "TokensTable", tables.Tokens)
+	tokens, err := newTable(scope, "TokensTable", dynamo.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	return &dataTables{main: main, tokens: tokens}, nil
 }
 
-// newTable builds a table from its shared spec (infra/tables), the same data that
+// newTable builds a table from its shared spec (shared/store/dynamo/tablespec.go), the same data that
 // `aacmcp init --backend dynamodb` creates tables from.
 //
 // On demand: traffic is bursty and small, and on-demand has no capacity to tune or to
 // throttle on. PITR: 35 days of restore points for an issue tracker's data. Encryption
 // with the AWS-managed key (aws/dynamodb) puts key use in CloudTrail at no key cost.
 // Deletion protection and RETAIN: `cdk destroy` must never take the data with it.
-func newTable(scope constructs.Construct, id string, spec tables.TableSpec) (awsdynamodb.TableV2, error) {
+func newTable(scope constructs.Construct, id string, spec dynamo.TableSpec) (awsdynamodb.TableV2, error) {
 	attr := func(name string) (*awsdynamodb.Attribute, error) {
 		if name == "" {
 			return nil, nil
 		}
-		if tables.AttributeType != "S" {
-			return nil, fmt.Errorf("table %s: key type %q is not supported", id, tables.AttributeType)
+		if dynamo.AttributeType != "S" {
+			return nil, fmt.Errorf("table %s: key type %q is not supported", id, dynamo.AttributeType)
 		}
 		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}, nil
 	}
@@ -56,7 +56,7 @@ func newTable(scope constructs.Construct, id string, spec tables.TableSpec) (aws
 	sk, _ := attr(spec.SortKey)
 	var gsis []*awsdynamodb.GlobalSecondaryIndexPropsV2
 	for _, g := range spec.GSIs {
-		if g.Projection != tables.ProjectionAll {
+		if g.Projection != dynamo.ProjectionAll {
 			return nil, fmt.Errorf("table %s: index %s: projection %q is not supported", id, g.Name, g.Projection)
 		}
 		gpk, _ := attr(g.PartitionKey)

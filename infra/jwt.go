@@ -8,7 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
-	"github.com/aacworkflow/aacmcp/infra/tables"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // Environment of the token authorizer's external JWT issuer (shared/lambdaenv's
@@ -66,7 +66,7 @@ func newExternalJWT(cfg config.Config, d *dataTables, fns *functionSet, o *oauth
 		Actions:   jsii.Strings("dynamodb:Query"),
 		Resources: &[]*string{d.main.TableArn()},
 		Conditions: &map[string]any{
-			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tables.MemberLookupPrefix + "*"}},
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.MemberLookupPrefix + "*"}},
 		},
 	}))
 	role.AddToPrincipalPolicy(memberRecordsReadStatement(d))
@@ -83,8 +83,8 @@ func memberRecordsReadStatement(d *dataTables) awsiam.PolicyStatement {
 		Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
 		Resources: &[]*string{d.main.TableArn()},
 		Conditions: &map[string]any{
-			"ForAllValues:StringLike":    map[string]any{"dynamodb:LeadingKeys": []string{tables.TenantPrefix + "*"}},
-			"ForAllValues:StringNotLike": map[string]any{"dynamodb:LeadingKeys": []string{tables.TenantPrefix + "*#*"}},
+			"ForAllValues:StringLike":    map[string]any{"dynamodb:LeadingKeys": []string{dynamo.TenantPrefix + "*"}},
+			"ForAllValues:StringNotLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.TenantPrefix + "*#*"}},
 		},
 	})
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // Environment variable names the functions read (shared/lambdaenv is the reading side).
@@ -191,7 +191,7 @@ func newFunctions(scope constructs.Construct, cfg config.Config, assets map[stri
 // (every partition key there starts with WS#, so the role cannot touch anything else),
 // no Scan (no lookup needs one), no table administration; one stream put; the secret.
 func grantMCP(role awsiam.IRole, d *dataTables, p *pipeline, secret awssecretsmanager.Secret) {
-	gsi := tables.Main.GSIs[0].Name
+	gsi := dynamo.Main.GSIs[0].Name
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("TenantItems"),
 		Actions: jsii.Strings(
@@ -201,7 +201,7 @@ func grantMCP(role awsiam.IRole, d *dataTables, p *pipeline, secret awssecretsma
 		),
 		Resources: &[]*string{d.main.TableArn(), indexArn(d.main, gsi)},
 		Conditions: &map[string]any{
-			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tables.TenantPrefix + "*"}},
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.TenantPrefix + "*"}},
 		},
 	}))
 	role.AddToPrincipalPolicy(putAuditRecord(p))
@@ -221,7 +221,7 @@ func grantAuthorizer(role awsiam.IRole, d *dataTables, p *pipeline) {
 		Resources: &[]*string{d.tokens.TableArn()},
 		Conditions: &map[string]any{
 			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{
-				tables.TokenPrefix + "*", tables.FailurePrefix + "*",
+				dynamo.TokenPrefix + "*", dynamo.FailurePrefix + "*",
 			}},
 		},
 	}))
@@ -230,7 +230,7 @@ func grantAuthorizer(role awsiam.IRole, d *dataTables, p *pipeline) {
 		Actions:   jsii.Strings("dynamodb:UpdateItem"),
 		Resources: &[]*string{d.tokens.TableArn()},
 		Conditions: &map[string]any{
-			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tables.FailurePrefix + "*"}},
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.FailurePrefix + "*"}},
 		},
 	}))
 	role.AddToPrincipalPolicy(putAuditRecord(p))

@@ -21,8 +21,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // The functions emit EMF metrics (shared/metrics) with the dimension Function, and
@@ -123,8 +123,8 @@ func newMonitoring(scope constructs.Construct, cfg config.Config, d *dataTables,
 	for _, t := range []struct {
 		id    string
 		table awsdynamodb.TableV2
-		spec  tables.TableSpec
-	}{{"MainTable", d.main, tables.Main}, {"TokensTable", d.tokens, tables.Tokens}} {
+		spec  dynamo.TableSpec
+	}{{"MainTable", d.main, dynamo.Main}, {"TokensTable", d.tokens, dynamo.Tokens}} {
 		alarm(t.id+"ThrottleAlarm", "DynamoDB throttled requests on "+t.id,
 			throttles(t.table, t.spec, t.id+" throttles", "t"), 1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
 	}
@@ -194,7 +194,7 @@ func newErrorObjectQueue(scope constructs.Construct, p *pipeline) awssqs.Queue {
 
 // throttles sums a table's read and write throttle events, its indexes' included.
 // idPrefix keeps metric ids unique when two of these share a graph.
-func throttles(t awsdynamodb.TableV2, spec tables.TableSpec, label, idPrefix string) awscloudwatch.IMetric {
+func throttles(t awsdynamodb.TableV2, spec dynamo.TableSpec, label, idPrefix string) awscloudwatch.IMetric {
 	using := map[string]awscloudwatch.IMetric{}
 	expr := ""
 	add := func(name string, dims map[string]*string) {
@@ -289,7 +289,7 @@ func newDashboard(scope constructs.Construct, p *pipeline, fns *functionSet, a *
 		graph("Firehose data freshness (s)", firehose("DeliveryToS3.DataFreshness", "Maximum")),
 	)
 	db.AddWidgets(
-		graph("DynamoDB throttles", throttles(d.main, tables.Main, "main table", "main"), throttles(d.tokens, tables.Tokens, "tokens table", "tokens")),
+		graph("DynamoDB throttles", throttles(d.main, dynamo.Main, "main table", "main"), throttles(d.tokens, dynamo.Tokens, "tokens table", "tokens")),
 	)
 	return db
 }

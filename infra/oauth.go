@@ -17,7 +17,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/oauth/oauthfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
-	"github.com/aacworkflow/aacmcp/infra/tables"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // Environment of the authorization server function (oauthfn reads it).
@@ -139,7 +139,7 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 		}
 		return &map[string]any{op: map[string]any{"dynamodb:LeadingKeys": prefixes}}
 	}
-	gsi := tables.Main.GSIs[0].Name
+	gsi := dynamo.Main.GSIs[0].Name
 	for _, st := range []*awsiam.PolicyStatementProps{
 		// CreateToken puts the id item, then the token; GetTokenByHash and
 		// UpdateTokenRevoked read them and stamp the revocation. The one DeleteItem is
@@ -148,37 +148,37 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 			Sid:        jsii.String("MintOAuthTokens"),
 			Actions:    jsii.Strings("dynamodb:PutItem", "dynamodb:GetItem"),
 			Resources:  &[]*string{d.tokens.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", tables.TokenPrefix, tables.TokenIDPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.TokenPrefix, dynamo.TokenIDPrefix),
 		},
 		{
 			Sid:        jsii.String("RevokeOAuthTokens"),
 			Actions:    jsii.Strings("dynamodb:UpdateItem"),
 			Resources:  &[]*string{d.tokens.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", tables.TokenPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.TokenPrefix),
 		},
 		{
 			Sid:        jsii.String("ReleaseTokenIds"),
 			Actions:    jsii.Strings("dynamodb:DeleteItem"),
 			Resources:  &[]*string{d.tokens.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", tables.TokenIDPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.TokenIDPrefix),
 		},
 		{
 			Sid:        jsii.String("WriteOAuthState"),
 			Actions:    jsii.Strings("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			Resources:  &[]*string{d.main.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", tables.OAuthPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.OAuthPrefix),
 		},
 		{
 			Sid:        jsii.String("ReadOAuthState"),
 			Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
 			Resources:  &[]*string{d.main.TableArn(), indexArn(d.main, gsi)},
-			Conditions: leading("ForAllValues:StringLike", tables.OAuthPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.OAuthPrefix),
 		},
 		{
 			Sid:        jsii.String("ReadMemberLookups"),
 			Actions:    jsii.Strings("dynamodb:Query"),
 			Resources:  &[]*string{d.main.TableArn()},
-			Conditions: leading("ForAllValues:StringLike", tables.MemberLookupPrefix),
+			Conditions: leading("ForAllValues:StringLike", dynamo.MemberLookupPrefix),
 		},
 		{
 			Sid:       jsii.String("ReadUpstreamClientSecret"),

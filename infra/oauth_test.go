@@ -13,8 +13,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // stageURL is the template's value of the public URL on the default execute-api URL.
@@ -221,7 +221,7 @@ func TestMCPRoleCannotReachOAuthState(t *testing.T) {
 			if strings.Contains(text, tokensTable) {
 				t.Errorf("mcp role reaches the tokens table: %s", text)
 			}
-			if strings.Contains(text, tables.OAuthPrefix) || strings.Contains(text, tables.MemberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") && !strings.Contains(text, "AuditHmacKey") {
+			if strings.Contains(text, dynamo.OAuthPrefix) || strings.Contains(text, dynamo.MemberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") && !strings.Contains(text, "AuditHmacKey") {
 				t.Errorf("mcp role reaches OAuth state or the upstream secret: %s", text)
 			}
 		}

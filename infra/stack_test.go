@@ -16,7 +16,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/auditschema"
-	"github.com/aacworkflow/aacmcp/infra/tables"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // each runs f on every synthesized stack, the Cognito variants included.
@@ -128,12 +128,12 @@ func TestFunctionEnvironmentFromContext(t *testing.T) {
 }
 
 // TestTablesMatchSharedSpec is the stack's half of the contract with `aacmcp init
-// --backend dynamodb`: both build from infra/tables.
+// --backend dynamodb`: both build from shared/store/dynamo/tablespec.go.
 func TestTablesMatchSharedSpec(t *testing.T) {
 	for _, tt := range []struct {
 		prefix string
-		spec   tables.TableSpec
-	}{{"MainTable", tables.Main}, {"TokensTable", tables.Tokens}} {
+		spec   dynamo.TableSpec
+	}{{"MainTable", dynamo.Main}, {"TokensTable", dynamo.Tokens}} {
 		id := plain.raw.logicalIDWithPrefix(t, "AWS::DynamoDB::GlobalTable", tt.prefix)
 		p := plain.raw.Resources[id].Properties
 		want := map[string]any{
@@ -157,7 +157,7 @@ func TestTablesMatchSharedSpec(t *testing.T) {
 			})
 		}
 		for _, a := range tt.spec.KeyAttributes() {
-			attrs = append(attrs, map[string]any{"AttributeName": a, "AttributeType": tables.AttributeType})
+			attrs = append(attrs, map[string]any{"AttributeName": a, "AttributeType": dynamo.AttributeType})
 		}
 		want["GlobalSecondaryIndexes"] = gsis
 		want["AttributeDefinitions"] = attrs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // The fixture: workspace "demo" (key AAC) with an admin, two members, a viewer and an
@@ -35,7 +34,7 @@ var testNow = time.Date(2026, 3, 10, 9, 30, 0, 0, time.UTC)
 
 type fixture struct {
 	t     *testing.T
-	st    *sqlite.Store
+	st    *memory.Store
 	cat   *Catalog
 	disp  *recordingDispatcher
 	calls int // calls made so far: the clock
@@ -52,11 +51,7 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureWith(t *testing.T, d autopilot.Dispatcher) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "aacmcp.db"))
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := memory.New()
 	f := &fixture{t: t, st: st, disp: &recordingDispatcher{},
 		in: map[string]*jsonschema.Schema{}, out: map[string]*jsonschema.Schema{}}
 	if d == nil {

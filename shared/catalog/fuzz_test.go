@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // FuzzToolArguments feeds arbitrary arguments to every handler against a real store.
@@ -38,11 +37,7 @@ func FuzzToolArguments(f *testing.F) {
 		{"create_issue", `[]`}, {"create_issue", `{"title":"a"} trailing`}, {"create_issue", ``}, {"create_issue", `{"title":"\u0000"}`},
 		{"get_issue", `{"issue_id":"a","issue_id":"b"}`}, {"get_issue", `{"issue_id":"\ud800"}`}, {"delete_comment", "{\"comment_id\":\"\u00e9\xff\"}"},
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
-	if err != nil {
-		f.Fatalf("sqlite.Open: %v", err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
+	st := memory.New()
 	ctx := context.Background()
 	if _, err := st.CreateWorkspace(ctx, store.Workspace{ID: wsDemo, Key: "AAC", Name: "Demo"}); err != nil {
 		f.Fatal(err)

@@ -12,13 +12,13 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // usageLog is a store that records the usage increments it is handed, the state of
 // the context each came with, and whether it declares network round trips.
 type usageLog struct {
-	*sqlite.Store
+	*memory.Store
 	parallel bool
 
 	mu      sync.Mutex

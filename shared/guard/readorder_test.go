@@ -11,13 +11,13 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // readLog is a store that records its member and issue reads and declares whether
 // its reads gain from running side by side (the guard's concurrentReader).
 type readLog struct {
-	*sqlite.Store
+	*memory.Store
 	parallel bool
 
 	mu    sync.Mutex

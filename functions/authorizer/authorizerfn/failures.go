@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // FailureCounter counts rejected tokens per source IP in fixed windows.
@@ -49,10 +49,10 @@ func NewDynamoFailures(db DynamoAPI, table string, rate ratelimit.Rate) *DynamoF
 
 func (d *DynamoFailures) key(ip string, now time.Time) (map[string]types.AttributeValue, time.Time) {
 	start := now.UTC().Truncate(d.Window)
-	pk := tables.FailurePrefix + ip + "#" + strconv.FormatInt(start.Unix(), 10)
+	pk := dynamo.FailurePrefix + ip + "#" + strconv.FormatInt(start.Unix(), 10)
 	return map[string]types.AttributeValue{
-		tables.Tokens.PartitionKey: &types.AttributeValueMemberS{Value: pk},
-		tables.Tokens.SortKey:      &types.AttributeValueMemberS{Value: counterSK},
+		dynamo.Tokens.PartitionKey: &types.AttributeValueMemberS{Value: pk},
+		dynamo.Tokens.SortKey:      &types.AttributeValueMemberS{Value: counterSK},
 	}, start
 }
 
@@ -96,7 +96,7 @@ func (d *DynamoFailures) AddFailure(ctx context.Context, ip string, now time.Tim
 		UpdateExpression: aws.String("ADD #c :one SET #ttl = :ttl"),
 		ExpressionAttributeNames: map[string]string{
 			"#c":   "failures",
-			"#ttl": tables.Tokens.TTLAttribute,
+			"#ttl": dynamo.Tokens.TTLAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"},

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
+	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
 // registrationCounter counts the authorization server's own rate-limited attempts
@@ -36,7 +36,7 @@ type updater interface {
 var _ oauth.RateCounter = registrationCounter{}
 
 // ratePKPrefix starts the partition key of a counter item.
-const ratePKPrefix = tables.OAuthPrefix + "RATE#"
+const ratePKPrefix = dynamo.OAuthPrefix + "RATE#"
 
 // maxCounterKey bounds the key (an IP address with the server's prefix).
 const maxCounterKey = 512
@@ -48,11 +48,11 @@ func (c registrationCounter) UpdateRateCounter(ctx context.Context, ws, key stri
 	out, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(c.table),
 		Key: map[string]types.AttributeValue{
-			tables.Main.PartitionKey: &types.AttributeValueMemberS{Value: ratePKPrefix + strconv.FormatInt(windowStart.Unix(), 10) + "#" + key},
-			tables.Main.SortKey:      &types.AttributeValueMemberS{Value: "RATE"},
+			dynamo.Main.PartitionKey: &types.AttributeValueMemberS{Value: ratePKPrefix + strconv.FormatInt(windowStart.Unix(), 10) + "#" + key},
+			dynamo.Main.SortKey:      &types.AttributeValueMemberS{Value: "RATE"},
 		},
 		UpdateExpression:         aws.String("ADD #count :one SET #ttl = if_not_exists(#ttl, :ttl)"),
-		ExpressionAttributeNames: map[string]string{"#count": "count", "#ttl": tables.Main.TTLAttribute},
+		ExpressionAttributeNames: map[string]string{"#count": "count", "#ttl": dynamo.Main.TTLAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"},
 			":ttl": &types.AttributeValueMemberN{Value: strconv.FormatInt(windowStart.Add(window).Add(time.Minute).Unix(), 10)},

@@ -1,5 +1,5 @@
 // Package guardtest provides test fixtures for code built on the guard: an
-// in-memory audit sink and a seeded SQLite world with workspaces, roles, issues and
+// in-memory audit sink and a seeded in-memory world with workspaces, roles, issues and
 // tokens. It is imported only by tests.
 package guardtest
 
@@ -17,7 +17,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 // MemorySink collects audit records. Set Fail to make Write fail.
@@ -70,7 +70,7 @@ const (
 
 // World is a seeded store plus the catalog built on it.
 type World struct {
-	Store   *sqlite.Store
+	Store   *memory.Store
 	Catalog *catalog.Catalog
 	// Issue is an issue of WS created by Member, with one comment by Member
 	// (Comment). OtherIssue belongs to OtherWS.
@@ -86,11 +86,7 @@ func NewWorld(t testing.TB) *World {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "aacmcp.db"))
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := memory.New()
 	outbox, err := autopilot.NewOutbox(filepath.Join(dir, "outbox.jsonl"))
 	if err != nil {
 		t.Fatalf("outbox: %v", err)

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
@@ -139,15 +138,15 @@ func FuzzDecodeCursor(f *testing.F) {
 
 // The attribute names the store writes must be the ones the tables are declared with.
 func TestKeyNamesMatchTableSpecs(t *testing.T) {
-	for _, spec := range []tables.TableSpec{tables.Main, tables.Tokens} {
+	for _, spec := range []TableSpec{Main, Tokens} {
 		g, ok := spec.GSI(indexGSI1)
 		if spec.PartitionKey != attrPK || spec.SortKey != attrSK || spec.TTLAttribute != attrTTL ||
-			!ok || g.PartitionKey != attrGSI1PK || g.SortKey != attrGSI1SK || g.Projection != tables.ProjectionAll {
+			!ok || g.PartitionKey != attrGSI1PK || g.SortKey != attrGSI1SK || g.Projection != ProjectionAll {
 			t.Errorf("spec %+v does not match the store's attribute names", spec)
 		}
 	}
-	if !strings.HasPrefix(wsPK("x"), tables.TenantPrefix) || !strings.HasPrefix(tokenPK("h"), tables.TokenPrefix) {
-		t.Error("key prefixes differ from infra/tables")
+	if !strings.HasPrefix(wsPK("x"), TenantPrefix) || !strings.HasPrefix(tokenPK("h"), TokenPrefix) {
+		t.Error("key prefixes differ from shared/store/dynamo/tablespec.go")
 	}
 }
 

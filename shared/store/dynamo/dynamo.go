@@ -1,7 +1,7 @@
 // Package dynamo is the DynamoDB backend of store.Queries, auth.TokenStore and
 // store.OAuthStore.
 //
-// Layout (docs/architecture.md section 9; the key schema itself is infra/tables): one main table
+// Layout (docs/architecture.md section 9; the key schema itself is tablespec.go): one main table
 // whose every tenant partition key starts with "WS#<workspace>", so IAM
 // dynamodb:LeadingKeys can confine a role to one tenant, and a tokens table keyed by
 // the secret's SHA-256. The authorization server's state and the member lookups live

@@ -3,11 +3,9 @@ package dynamo
 import (
 	"strconv"
 	"time"
-
-	"github.com/aacworkflow/aacmcp/infra/tables"
 )
 
-// Attribute names of the key schema (infra/tables is the source of truth; these are
+// Attribute names of the key schema (shared/store/dynamo/tablespec.go is the source of truth; these are
 // checked against it by a test) and the TTL attribute.
 const (
 	attrPK     = "PK"
@@ -60,7 +58,7 @@ const (
 	skAgent   = "AGENT#"
 )
 
-func wsPK(ws string) string                           { return tables.TenantPrefix + ws }
+func wsPK(ws string) string                           { return TenantPrefix + ws }
 func issuePK(ws, id string) string                    { return wsPK(ws) + "#ISSUE#" + id }
 func issueListPK(ws string) string                    { return wsPK(ws) + "#ISSUES" }
 func issueKeyPK(ws, key string) string                { return wsPK(ws) + "#KEY#" + key }
@@ -81,7 +79,7 @@ func ratePK(ws, key string, window time.Time) string {
 	return wsPK(ws) + "#RATE#" + strconv.FormatInt(window.Unix(), 10) + "#" + key
 }
 
-func tokenPK(hash string) string                      { return tables.TokenPrefix + hash }
+func tokenPK(hash string) string                      { return TokenPrefix + hash }
 func tokenIDPK(id string) string                      { return "TOKENID#" + id }
 func tokenListPK(ws string) string                    { return wsPK(ws) + "#TOKENS" }
 func tokenListSK(created time.Time, id string) string { return fmtTime(created) + "#" + id }

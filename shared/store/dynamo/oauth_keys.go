@@ -6,12 +6,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/aacworkflow/aacmcp/infra/tables"
 )
 
 // Keys of the authorization server's state (store.OAuthStore), all in the main table
-// and all OUTSIDE tables.TenantPrefix: the MCP function's role, confined to WS#*
+// and all OUTSIDE TenantPrefix: the MCP function's role, confined to WS#*
 // keys, can reach none of them. Every GSI1 partition value starts with OAUTH# too, so
 // a LeadingKeys condition holds whichever key IAM evaluates for an index query.
 //
@@ -55,19 +53,19 @@ const (
 	skRefresh = "REFRESH"
 	skPolicy  = "POLICY"
 
-	oauthClientsGSI   = tables.OAuthPrefix + "CLIENTS"
-	oauthAllGrantsGSI = tables.OAuthPrefix + "GRANTS"
-	oauthPolicyPK     = tables.OAuthPrefix + "POLICY"
+	oauthClientsGSI   = OAuthPrefix + "CLIENTS"
+	oauthAllGrantsGSI = OAuthPrefix + "GRANTS"
+	oauthPolicyPK     = OAuthPrefix + "POLICY"
 )
 
-func oauthClientPK(id string) string    { return tables.OAuthPrefix + "CLIENT#" + id }
-func oauthPendingPK(id string) string   { return tables.OAuthPrefix + "PENDING#" + id }
-func oauthCodePK(hash string) string    { return tables.OAuthPrefix + "CODE#" + hash }
-func oauthGrantPK(id string) string     { return tables.OAuthPrefix + "GRANT#" + id }
-func oauthRefreshPK(hash string) string { return tables.OAuthPrefix + "REFRESH#" + hash }
-func oauthWSGrantsPK(ws string) string  { return tables.OAuthPrefix + "WSGRANTS#" + ws }
+func oauthClientPK(id string) string    { return OAuthPrefix + "CLIENT#" + id }
+func oauthPendingPK(id string) string   { return OAuthPrefix + "PENDING#" + id }
+func oauthCodePK(hash string) string    { return OAuthPrefix + "CODE#" + hash }
+func oauthGrantPK(id string) string     { return OAuthPrefix + "GRANT#" + id }
+func oauthRefreshPK(hash string) string { return OAuthPrefix + "REFRESH#" + hash }
+func oauthWSGrantsPK(ws string) string  { return OAuthPrefix + "WSGRANTS#" + ws }
 func oauthUserGrantsGSI(user string) string {
-	return tables.OAuthPrefix + "GRANTS#USER#" + user
+	return OAuthPrefix + "GRANTS#USER#" + user
 }
 
 // createdSK orders a kind newest first under ScanIndexForward=false, ties broken by id
@@ -76,9 +74,9 @@ func createdSK(created time.Time, id string) string { return fmtTime(created) + 
 
 func memberEmailPK(email string) string {
 	sum := sha256.Sum256([]byte(email))
-	return tables.MemberLookupPrefix + "EMAIL#" + hex.EncodeToString(sum[:])
+	return MemberLookupPrefix + "EMAIL#" + hex.EncodeToString(sum[:])
 }
-func memberUserPK(user string) string { return tables.MemberLookupPrefix + "USER#" + user }
+func memberUserPK(user string) string { return MemberLookupPrefix + "USER#" + user }
 
 // expiryTTL is the TTL attribute of an item that expires at t, rounded up to the
 // second: DynamoDB may then delete it only once it has expired. It deletes lazily

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -444,23 +443,23 @@ func TestOAuthItemLayout(t *testing.T) {
 	kinds := map[string]int{}
 	for _, it := range items {
 		pk := str(it, "PK")
-		if strings.HasPrefix(pk, tables.TenantPrefix) {
+		if strings.HasPrefix(pk, dynamo.TenantPrefix) {
 			continue
 		}
-		if !strings.HasPrefix(pk, tables.OAuthPrefix) && !strings.HasPrefix(pk, tables.MemberLookupPrefix) {
+		if !strings.HasPrefix(pk, dynamo.OAuthPrefix) && !strings.HasPrefix(pk, dynamo.MemberLookupPrefix) {
 			t.Errorf("item %s/%s: key outside the tenant, OAuth and lookup prefixes", pk, str(it, "SK"))
 		}
-		if gsi := str(it, "GSI1PK"); gsi != "" && !strings.HasPrefix(gsi, tables.OAuthPrefix) {
+		if gsi := str(it, "GSI1PK"); gsi != "" && !strings.HasPrefix(gsi, dynamo.OAuthPrefix) {
 			t.Errorf("item %s: index key %s outside the OAuth prefix", pk, gsi)
 		}
 		if strings.Contains(pk, "example.com") {
 			t.Errorf("item %s: an e-mail in a key", pk)
 		}
 		kind := str(it, "SK")
-		if strings.HasPrefix(pk, tables.OAuthPrefix+"WSGRANTS#") {
+		if strings.HasPrefix(pk, dynamo.OAuthPrefix+"WSGRANTS#") {
 			kind = "list entry"
 		}
-		if strings.HasPrefix(pk, tables.MemberLookupPrefix) || kind == "POLICY" {
+		if strings.HasPrefix(pk, dynamo.MemberLookupPrefix) || kind == "POLICY" {
 			kinds[kind]++
 			continue // lookups and the policy do not expire
 		}
@@ -499,7 +498,7 @@ func TestOAuthItemLayout(t *testing.T) {
 	if kinds["REFRESH"] != 2 {
 		t.Errorf("%d refresh hash items, want 2 (current and rotated)", kinds["REFRESH"])
 	}
-	if n := len(items) - countPrefix(items, tables.TenantPrefix) - countPrefix(items, tables.OAuthPrefix); n != 2 {
+	if n := len(items) - countPrefix(items, dynamo.TenantPrefix) - countPrefix(items, dynamo.OAuthPrefix); n != 2 {
 		t.Errorf("%d member lookup items, want 2 (by e-mail, by user)", n)
 	}
 }

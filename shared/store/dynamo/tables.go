@@ -14,8 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/aacworkflow/aacmcp/infra/tables"
 )
 
 // tableActiveTimeout bounds the wait for a new table to become ACTIVE.
@@ -40,9 +38,9 @@ func (w *TTLWarning) Error() string {
 		w.Endpoint, strings.Join(w.Tables, ", "))
 }
 
-// TableInput builds the CreateTable request of spec (infra/tables, the definition the
+// TableInput builds the CreateTable request of spec (shared/store/dynamo/tablespec.go, the definition the
 // CDK stack deploys too), on-demand billing.
-func TableInput(name string, spec tables.TableSpec) *dynamodb.CreateTableInput {
+func TableInput(name string, spec TableSpec) *dynamodb.CreateTableInput {
 	in := &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
@@ -50,7 +48,7 @@ func TableInput(name string, spec tables.TableSpec) *dynamodb.CreateTableInput {
 	}
 	for _, a := range spec.KeyAttributes() {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
-			AttributeName: aws.String(a), AttributeType: types.ScalarAttributeType(tables.AttributeType),
+			AttributeName: aws.String(a), AttributeType: types.ScalarAttributeType(AttributeType),
 		})
 	}
 	for _, g := range spec.GSIs {
@@ -71,7 +69,7 @@ func keySchema(pk, sk string) []types.KeySchemaElement {
 	return ks
 }
 
-// CreateTables creates the main and tokens tables as infra/tables declares them, waits
+// CreateTables creates the main and tokens tables as shared/store/dynamo/tablespec.go declares them, waits
 // until both are ACTIVE, and enables TTL on each. A table that exists already is kept if
 // its key schema and indexes match the spec (so `aacmcp init` can run twice) and is an
 // error otherwise. See TTLWarning for emulators without UpdateTimeToLive.
@@ -81,8 +79,8 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, mainName, tokens
 	}
 	specs := []struct {
 		name string
-		spec tables.TableSpec
-	}{{mainName, tables.Main}, {tokensName, tables.Tokens}}
+		spec TableSpec
+	}{{mainName, Main}, {tokensName, Tokens}}
 	for _, t := range specs {
 		if err := createTable(ctx, client, t.name, t.spec); err != nil {
 			return err
@@ -106,7 +104,7 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, mainName, tokens
 	return nil
 }
 
-func createTable(ctx context.Context, client *dynamodb.Client, name string, spec tables.TableSpec) error {
+func createTable(ctx context.Context, client *dynamodb.Client, name string, spec TableSpec) error {
 	_, err := client.CreateTable(ctx, TableInput(name, spec))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
@@ -128,7 +126,7 @@ func createTable(ctx context.Context, client *dynamodb.Client, name string, spec
 
 // MatchesSpec reports how a described table differs from spec (nil when it matches):
 // key schema, and each index's key schema and projection.
-func MatchesSpec(t *types.TableDescription, spec tables.TableSpec) error {
+func MatchesSpec(t *types.TableDescription, spec TableSpec) error {
 	if t == nil {
 		return errors.New("no table description")
 	}

@@ -8,17 +8,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
-// TestCreateTables checks the tables CreateTables makes against infra/tables (the CDK
+// TestCreateTables checks the tables CreateTables makes against shared/store/dynamo/tablespec.go (the CDK
 // stack's source too), that a second run keeps them, and that a table of another
 // layout under the same name is an error rather than a silent reuse.
 func TestCreateTables(t *testing.T) {
 	e := newEnv(t, envConfig{}) // newEnv asserts the dynalite TTL warning
 	ctx := t.Context()
-	for name, spec := range map[string]tables.TableSpec{e.main: tables.Main, e.tokens: tables.Tokens} {
+	for name, spec := range map[string]dynamo.TableSpec{e.main: dynamo.Main, e.tokens: dynamo.Tokens} {
 		out, err := e.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +41,7 @@ func TestCreateTables(t *testing.T) {
 
 	// A table with only a partition key, then CreateTables on that name.
 	odd := e.main + "-odd"
-	if _, err := e.client.CreateTable(ctx, dynamo.TableInput(odd, tables.TableSpec{PartitionKey: "PK"})); err != nil {
+	if _, err := e.client.CreateTable(ctx, dynamo.TableInput(odd, dynamo.TableSpec{PartitionKey: "PK"})); err != nil {
 		t.Fatal(err)
 	}
 	err = dynamo.CreateTables(ctx, e.client, odd, e.tokens)

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/infra/tables"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -57,7 +56,7 @@ func TestDynamoDBBackend(t *testing.T) {
 	}
 
 	client := dynamodb.NewFromConfig(db.AWSConfig())
-	for name, spec := range map[string]tables.TableSpec{"main-t": tables.Main, "tokens-t": tables.Tokens} {
+	for name, spec := range map[string]dynamo.TableSpec{"main-t": dynamo.Main, "tokens-t": dynamo.Tokens} {
 		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
 			t.Fatalf("describe %s: %v", name, err)

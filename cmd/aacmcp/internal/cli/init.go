@@ -24,7 +24,7 @@ With the default backend it creates the data folder and the SQLite database
 (<data>/aacmcp.db) with its current schema; serve does the same on start.
 
 With --backend dynamodb it creates the main table (with its GSI) and the tokens table
-exactly as the CDK stack declares them (infra/tables), waits until both are ACTIVE and
+exactly as the CDK stack declares them (shared/store/dynamo/tablespec.go), waits until both are ACTIVE and
 turns on TTL. Tables that exist with the same layout are kept, so init can run twice.
 Local emulators without UpdateTimeToLive (dynalite) get a one-line warning; against AWS
 a TTL failure is an error.`,

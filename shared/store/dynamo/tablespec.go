@@ -1,11 +1,14 @@
-// Package tables is the single definition of the DynamoDB key schema, indexes and TTL
+// This file is the single definition of the DynamoDB key schema, indexes and TTL
 // attribute of aacmcp's two tables.
 //
 // It is plain Go data on purpose: the CDK stack (infra) and the runtime's
 // `aacmcp init --backend dynamodb` (AWS SDK) both build their tables from these values,
 // so a table created by hand for local work and one deployed by `cdk deploy` cannot
-// drift apart. Tests on both sides compare what they create with these specs.
-package tables
+// drift apart. Tests on both sides compare what they create with these specs. It
+// lives with the runtime store, not under infra/, because runtime code imports
+// nothing from infra/; the CDK stack imports it from here.
+
+package dynamo
 
 // AttributeType is the DynamoDB type of every key attribute: all keys are strings
 // (docs/architecture.md section 9), which lets every tenant key start with "WS#<workspace>".
