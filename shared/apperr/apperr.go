@@ -28,6 +28,11 @@ const (
 	Conflict               Code = "conflict"
 	InternalError          Code = "internal_error"
 	UnknownTool            Code = "unknown_tool"
+	// The three confirmation codes belong to the workspace policy
+	// destructive_confirmation (elicit|require): the person, not the model, confirms.
+	HumanConfirmationRequired Code = "human_confirmation_required"
+	ConfirmationInvalid       Code = "confirmation_invalid"
+	ConfirmationDeclined      Code = "confirmation_declined"
 	// WAFBlocked is never answered by the server: the web application firewall in
 	// front of it refused the request, and the audit forwarder records that refusal
 	// from the firewall's log.
@@ -38,6 +43,7 @@ const (
 var Codes = []Code{
 	InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited,
 	InvalidArguments, NotFound, Conflict, InternalError, UnknownTool, WAFBlocked,
+	HumanConfirmationRequired, ConfirmationInvalid, ConfirmationDeclined,
 }
 
 // Outcome is the audit outcome of a tool call.
@@ -54,7 +60,8 @@ func (c Code) HTTPStatus() int {
 	switch c {
 	case InvalidToken:
 		return http.StatusUnauthorized
-	case InsufficientScope, PermissionDenied, WAFBlocked:
+	case InsufficientScope, PermissionDenied, WAFBlocked,
+		HumanConfirmationRequired, ConfirmationInvalid, ConfirmationDeclined:
 		return http.StatusForbidden
 	case DestructiveFlagMissing, InvalidArguments:
 		return http.StatusBadRequest
@@ -75,7 +82,8 @@ func (c Code) Outcome() Outcome {
 	switch c {
 	case "":
 		return OutcomeSuccess
-	case InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited, WAFBlocked:
+	case InvalidToken, InsufficientScope, DestructiveFlagMissing, PermissionDenied, RateLimited, WAFBlocked,
+		HumanConfirmationRequired, ConfirmationInvalid, ConfirmationDeclined:
 		return OutcomeDenied
 	default:
 		return OutcomeError
@@ -107,6 +115,12 @@ func (c Code) Describe() string {
 		return "no tool of that name"
 	case WAFBlocked:
 		return "the web application firewall refused the request before it reached the server (recorded from its log)"
+	case HumanConfirmationRequired:
+		return "the workspace requires a person to confirm destructive calls, and this client cannot ask one (form elicitation, 2026-07-28)"
+	case ConfirmationInvalid:
+		return "the confirmation state is tampered, expired, replayed, or bound to other arguments, another principal or an older item version"
+	case ConfirmationDeclined:
+		return "the person declined or cancelled the confirmation, or typed the wrong value"
 	}
 	return ""
 }
