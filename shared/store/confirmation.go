@@ -31,3 +31,17 @@ const DefaultDestructiveConfirmation = "flag"
 // ErrNonceUsed is the conflict ConsumeConfirmationNonce returns for a replay, this
 // very value (errors.Is); the caller reports it as confirmation_invalid.
 var ErrNonceUsed = apperr.New(apperr.Conflict, "this confirmation was already used")
+
+// WorkspaceSettings is a workspace with its settings, as an administrator lists
+// them. The JSON is the workspace's own fields plus destructive_confirmation.
+type WorkspaceSettings struct {
+	Workspace
+	DestructiveConfirmation string `json:"destructive_confirmation"`
+}
+
+// WorkspaceLister lists every workspace, for `aacmcp workspace list`. It is an
+// administrator's command, so the DynamoDB backend may scan.
+type WorkspaceLister interface {
+	// ListWorkspaces returns every workspace by id, the policy defaulted to flag.
+	ListWorkspaces(ctx context.Context) ([]WorkspaceSettings, error)
+}

@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"errors"
+	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -91,4 +93,56 @@ func (s *Store) ConsumeConfirmationNonce(ctx context.Context, ws, nonceValue str
 		return store.ErrNonceUsed
 	}
 	return fail("ConsumeConfirmationNonce", err)
+}
+
+var _ store.WorkspaceLister = (*Store)(nil)
+
+// scanner is the one call ListWorkspaces needs beyond API. It is not part of API
+// because no call path may scan; the SDK client provides it.
+type scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// ListWorkspaces implements store.WorkspaceLister with a filtered scan of the
+// main table: workspaces are the META items that carry an issue sequence. It is
+// for the administrator's command only; nothing on a call path lists workspaces.
+func (s *Store) ListWorkspaces(ctx context.Context) ([]store.WorkspaceSettings, error) {
+	sc, ok := s.db.(scanner)
+	if !ok {
+		return nil, fail("ListWorkspaces", errors.New("the DynamoDB client cannot scan"))
+	}
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		FilterExpression:          aws.String("SK = :meta AND attribute_exists(issue_seq) AND begins_with(PK, :ws)"),
+		ExpressionAttributeValues: item{":meta": avS(skMeta), ":ws": avS(wsPK(""))},
+		ConsistentRead:            aws.Bool(true),
+	}
+	out := []store.WorkspaceSettings{}
+	for {
+		page, err := sc.Scan(ctx, in)
+		if err != nil {
+			return nil, fail("ListWorkspaces", err)
+		}
+		for _, it := range page.Items {
+			w, err := decodeWorkspace(it)
+			if err != nil {
+				return nil, fail("ListWorkspaces", err)
+			}
+			d := decoder{it: it}
+			p := d.str(attrPolicy)
+			if d.err != nil {
+				return nil, fail("ListWorkspaces", d.err)
+			}
+			if p == "" {
+				p = store.DefaultDestructiveConfirmation
+			}
+			out = append(out, store.WorkspaceSettings{Workspace: w, DestructiveConfirmation: p})
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }

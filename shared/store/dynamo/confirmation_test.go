@@ -9,6 +9,6 @@ import (
 func TestConfirmationConformance(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	storetest.RunConfirmations(t, func(t *testing.T) storetest.ConfirmationBackend {
-		return storetest.ConfirmationBackend{Queries: e.store, Confirmations: e.store}
+		return storetest.ConfirmationBackend{Queries: e.store, Confirmations: e.store, Lister: e.store}
 	})
 }

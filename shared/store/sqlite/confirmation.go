@@ -76,3 +76,31 @@ func (s *Store) ConsumeConfirmationNonce(ctx context.Context, ws, nonce string, 
 		return nil
 	})
 }
+
+var _ store.WorkspaceLister = (*Store)(nil)
+
+// ListWorkspaces implements store.WorkspaceLister.
+func (s *Store) ListWorkspaces(ctx context.Context) ([]store.WorkspaceSettings, error) {
+	rows, err := s.read(ctx).query(`SELECT id, key, name, created_at, destructive_confirmation FROM workspaces ORDER BY id`)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	out := []store.WorkspaceSettings{}
+	for rows.Next() {
+		var w store.WorkspaceSettings
+		var created int64
+		if err := rows.Scan(&w.ID, &w.Key, &w.Name, &created, &w.DestructiveConfirmation); err != nil {
+			return nil, s.fail(err)
+		}
+		w.CreatedAt = fromNanos(created)
+		if w.DestructiveConfirmation == "" {
+			w.DestructiveConfirmation = store.DefaultDestructiveConfirmation
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err)
+	}
+	return out, nil
+}

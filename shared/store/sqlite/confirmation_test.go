@@ -10,13 +10,13 @@ import (
 func TestConfirmationConformance(t *testing.T) {
 	storetest.RunConfirmations(t, func(t *testing.T) storetest.ConfirmationBackend {
 		s := open(t)
-		return storetest.ConfirmationBackend{Queries: s, Confirmations: s}
+		return storetest.ConfirmationBackend{Queries: s, Confirmations: s, Lister: s}
 	})
 }
 
 func TestConfirmationConformanceReadCache(t *testing.T) {
 	storetest.RunConfirmations(t, func(t *testing.T) storetest.ConfirmationBackend {
 		s := open(t, sqlite.WithReadCache())
-		return storetest.ConfirmationBackend{Queries: s, Confirmations: s}
+		return storetest.ConfirmationBackend{Queries: s, Confirmations: s, Lister: s}
 	})
 }

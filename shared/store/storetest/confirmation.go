@@ -14,6 +14,7 @@ import (
 type ConfirmationBackend struct {
 	Queries       store.Queries
 	Confirmations store.Confirmations
+	Lister        store.WorkspaceLister
 }
 
 // RunConfirmations pins down store.Confirmations:
@@ -22,7 +23,9 @@ type ConfirmationBackend struct {
 //   - a nonce is consumed once per workspace: the second consumption, and all but
 //     one of many concurrent ones, are store.ErrNonceUsed (a conflict); the same
 //     nonce in another workspace is another nonce;
-//   - an expired nonce does not block a new consumption.
+//   - an expired nonce does not block a new consumption;
+//   - ListWorkspaces returns every workspace by id with its policy (other tests'
+//     workspaces may be among them), and nothing that is not a workspace.
 func RunConfirmations(t *testing.T, newBackend func(t *testing.T) ConfirmationBackend) {
 	t.Helper()
 	tests := []struct {
@@ -33,6 +36,7 @@ func RunConfirmations(t *testing.T, newBackend func(t *testing.T) ConfirmationBa
 		{"NonceOnce", testNonceOnce},
 		{"NonceConcurrent", testNonceConcurrent},
 		{"NonceExpired", testNonceExpired},
+		{"ListWorkspaces", testListWorkspaces},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,5 +125,31 @@ func testNonceExpired(t *testing.T, b ConfirmationBackend) {
 	must(t, "consume over expired", b.Confirmations.ConsumeConfirmationNonce(ctx, ws, n, future))
 	if err := b.Confirmations.ConsumeConfirmationNonce(ctx, ws, n, future); !errors.Is(err, store.ErrNonceUsed) {
 		t.Fatalf("replay after takeover = %v, want ErrNonceUsed", err)
+	}
+}
+
+func testListWorkspaces(t *testing.T, b ConfirmationBackend) {
+	ctx := t.Context()
+	a := newWorkspace(t, b.Queries, "LSA")
+	z := newWorkspace(t, b.Queries, "LSZ")
+	newIssue(t, b.Queries, a.ID, "an issue is no workspace", baseTime())
+	must(t, "SetDestructiveConfirmation", b.Confirmations.SetDestructiveConfirmation(ctx, z.ID, "require"))
+	all, err := b.Lister.ListWorkspaces(ctx)
+	must(t, "ListWorkspaces", err)
+	found := map[string]store.WorkspaceSettings{}
+	for i, w := range all {
+		if i > 0 && all[i-1].ID >= w.ID {
+			t.Fatalf("not ordered by id: %q before %q", all[i-1].ID, w.ID)
+		}
+		if w.ID == "" || w.Key == "" {
+			t.Fatalf("listed a record that is no workspace: %+v", w)
+		}
+		found[w.ID] = w
+	}
+	if got := found[a.ID]; got.Key != a.Key || got.Name != a.Name || !got.CreatedAt.Equal(a.CreatedAt) || got.DestructiveConfirmation != "flag" {
+		t.Fatalf("workspace %s listed as %+v", a.ID, got)
+	}
+	if got := found[z.ID]; got.DestructiveConfirmation != "require" {
+		t.Fatalf("workspace %s listed as %+v", z.ID, got)
 	}
 }
