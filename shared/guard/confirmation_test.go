@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -124,6 +125,32 @@ func TestHumanConfirmation(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("expired", func(t *testing.T) {
+		is := fresh(t)
+		ir := ask(t, admin, args(is.ID))
+		later := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: &gt.MemorySink{},
+			Confirmations: w.Store, Keyring: keys, Now: func() time.Time { return time.Now().Add(confirm.Lifetime + time.Minute) }})
+		res := later.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
+		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid || !exists(t, is.ID) {
+			t.Fatalf("got %v", res.Err)
+		}
+	})
+
+	t.Run("item changed in between", func(t *testing.T) {
+		is := fresh(t)
+		ir := ask(t, admin, args(is.ID))
+		title := "Renamed after the question"
+		if _, _, err := w.Store.UpdateIssue(ctx, gt.WS, is.ID, store.IssuePatch{Title: &title}); err != nil {
+			t.Fatal(err)
+		}
+		res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
+		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid || !exists(t, is.ID) {
+			t.Fatalf("got %v", res.Err)
+		}
+	})
 
 	t.Run("require without capability", func(t *testing.T) {
 		if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "require"); err != nil {
