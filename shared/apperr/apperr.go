@@ -28,6 +28,11 @@ const (
 	Conflict               Code = "conflict"
 	InternalError          Code = "internal_error"
 	UnknownTool            Code = "unknown_tool"
+	// The three confirmation codes belong to the workspace policy
+	// destructive_confirmation (elicit|require): the person, not the model, confirms.
+	HumanConfirmationRequired Code = "human_confirmation_required"
+	ConfirmationInvalid       Code = "confirmation_invalid"
+	ConfirmationDeclined      Code = "confirmation_declined"
 	// WAFBlocked is never answered by the server: the web application firewall in
 	// front of it refused the request, and the audit forwarder records that refusal
 	// from the firewall's log.
@@ -98,6 +103,12 @@ var Table = []Spec{
 	{WAFBlocked, http.StatusForbidden, OutcomeDenied, 0,
 		"HTTP 403 (or the firewall rule's own status) from the firewall; the server never sees the request",
 		"the web application firewall refused the request before it reached the server (recorded from its log)"},
+	{HumanConfirmationRequired, http.StatusForbidden, OutcomeDenied, 0, toolResult,
+		"the workspace requires a person to confirm destructive calls, and this client cannot ask one (form elicitation, 2026-07-28)"},
+	{ConfirmationInvalid, http.StatusForbidden, OutcomeDenied, 0, toolResult,
+		"the confirmation state is tampered, expired, replayed, or bound to other arguments, another principal or an older item version"},
+	{ConfirmationDeclined, http.StatusForbidden, OutcomeDenied, 0, toolResult,
+		"the person declined or cancelled the confirmation, or typed the wrong value"},
 }
 
 // Codes lists every code in documentation order. A test keeps the README in step.

@@ -26,6 +26,9 @@ func TestTable(t *testing.T) {
 		{InternalError, http.StatusInternalServerError, OutcomeError, RPCInternalError},
 		{UnknownTool, http.StatusNotFound, OutcomeError, RPCInvalidParams},
 		{WAFBlocked, http.StatusForbidden, OutcomeDenied, RPCInternalError},
+		{HumanConfirmationRequired, http.StatusForbidden, OutcomeDenied, RPCInternalError},
+		{ConfirmationInvalid, http.StatusForbidden, OutcomeDenied, RPCInternalError},
+		{ConfirmationDeclined, http.StatusForbidden, OutcomeDenied, RPCInternalError},
 		{"no_such_code", http.StatusInternalServerError, OutcomeError, RPCInternalError},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -63,6 +64,10 @@ type Config struct {
 	// key. Nil: a random key for this process (tests; the authorizer, which records
 	// no arguments). A server sets it, or its digests change at every restart.
 	HMAC *audit.HMAC
+	// Confirmations and Keyring turn on the workspace policy for destructive
+	// tools (flag, elicit, require); either nil keeps every workspace on flag.
+	Confirmations store.Confirmations
+	Keyring       *confirm.Keyring
 }
 
 // Guard runs tool calls through the enforcement pipeline. It is safe for concurrent
@@ -85,6 +90,8 @@ type Guard struct {
 	// handler's read (invokeRead), and finish updates usage beside the audit write.
 	// On an in-process store both run in sequence, with no goroutines.
 	parallelReads bool
+	confirms      store.Confirmations
+	keys          *confirm.Keyring
 }
 
 // toolSchema compiles one tool's input schema once, when first needed. Compiling
@@ -115,15 +122,17 @@ func (ts *toolSchema) get() (*jsonschema.Schema, error) {
 // that wants a broken catalog to stop it calls SchemaErrors.
 func New(cfg Config) *Guard {
 	g := &Guard{
-		cat:     cfg.Catalog,
-		store:   cfg.Store,
-		sink:    cfg.Audit,
-		limiter: cfg.Limiter,
-		now:     cfg.Now,
-		log:     cfg.Logger,
-		idemTTL: cfg.IdempotencyTTL,
-		digest:  cfg.HMAC,
-		schemas: map[string]*toolSchema{},
+		cat:      cfg.Catalog,
+		store:    cfg.Store,
+		sink:     cfg.Audit,
+		limiter:  cfg.Limiter,
+		now:      cfg.Now,
+		log:      cfg.Logger,
+		idemTTL:  cfg.IdempotencyTTL,
+		confirms: cfg.Confirmations,
+		keys:     cfg.Keyring,
+		digest:   cfg.HMAC,
+		schemas:  map[string]*toolSchema{},
 	}
 	if g.digest == nil {
 		g.digest = audit.EphemeralHMAC()
@@ -171,6 +180,13 @@ type Request struct {
 	RequestID, JSONRPCID                       string
 	ClientName, ClientVersion, ProtocolVersion string
 	UserAgent, SourceIP                        string
+
+	// CanElicit: the request's client capabilities (protocol 2026-07-28) declare
+	// form elicitation, so the server may answer input_required.
+	CanElicit bool
+	// RequestState and InputResponses are an MRTR retry's params, verbatim.
+	RequestState   string
+	InputResponses json.RawMessage
 }
 
 // Result is the outcome of Call.
@@ -182,6 +198,9 @@ type Result struct {
 	Replay bool
 	// Record is the audit record that was written for the call.
 	Record audit.Record
+	// InputRequired is set, with JSON and Err nil, when a person must confirm
+	// before the call runs.
+	InputRequired *InputRequired
 }
 
 // call is the state of one Call as it moves through the pipeline.
@@ -306,6 +325,15 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	role, err := g.role(ctx, *p, t)
 	if err != nil {
 		return Result{Err: err}
+	}
+	if t.Annotations.Destructive {
+		ir, err := g.humanConfirmation(ctx, c, *p, t, a)
+		if err != nil {
+			return Result{Err: err}
+		}
+		if ir != nil {
+			return Result{InputRequired: ir}
+		}
 	}
 	tc := catalog.Call{Principal: *p, Role: role, Args: a.raw, Now: c.now, IdempotencyKey: key}
 	if key != "" {

@@ -49,7 +49,8 @@ type Store struct {
 	idem       map[store.IdempotencyKey]store.IdempotencyRecord
 	rates      map[rateKey]int64
 	usage      map[usageKey]store.UsageRow
-	events     map[eventKey]bool // usage event ids already counted
+	events     map[eventKey]bool      // usage event ids already counted
+	nonces     map[nonceKey]time.Time // used confirmation nonces -> expiry
 }
 
 // Option configures a Store.
@@ -69,6 +70,7 @@ func New(opts ...Option) *Store {
 		rates:      map[rateKey]int64{},
 		usage:      map[usageKey]store.UsageRow{},
 		events:     map[eventKey]bool{},
+		nonces:     map[nonceKey]time.Time{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -87,6 +89,8 @@ type workspace struct {
 	comments map[string]store.Comment
 	tombs    map[tombKey]tomb
 	runs     map[string]store.AutopilotRun
+	// confirmation is the destructive-confirmation policy; "" reads as flag.
+	confirmation string
 }
 
 type tombKey struct{ kind, id string }

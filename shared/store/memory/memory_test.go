@@ -13,3 +13,10 @@ func TestConformance(t *testing.T) {
 		return storetest.Backend{Queries: s, Tokens: s}
 	})
 }
+
+func TestConfirmationConformance(t *testing.T) {
+	storetest.RunConfirmations(t, func(t *testing.T) storetest.ConfirmationBackend {
+		s := memory.New()
+		return storetest.ConfirmationBackend{Queries: s, Confirmations: s, Lister: s}
+	})
+}

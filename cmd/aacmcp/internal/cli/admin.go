@@ -45,7 +45,7 @@ func newWorkspaceCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&key, "key", "", "issue key prefix such as AAC (required)")
 	create.Flags().StringVar(&name, "name", "", "display name (default: the id)")
 	requireFlags(create, "id", "key")
-	return newGroup("workspace", "Manage workspaces", create)
+	return newGroup("workspace", "Manage workspaces", create, newWorkspaceListCmd(g), newWorkspaceSetCmd(g))
 }
 
 func newMemberCmd(g *globals) *cobra.Command {

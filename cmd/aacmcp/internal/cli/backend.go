@@ -25,6 +25,8 @@ type adminStore interface {
 	ListMembers(ctx context.Context, ws string) ([]store.Member, error)
 	CreateAgent(ctx context.Context, a store.Agent) (store.Agent, error)
 	auth.TokenStore
+	store.Confirmations
+	store.WorkspaceLister
 }
 
 // Backend names.

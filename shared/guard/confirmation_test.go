@@ -1,0 +1,165 @@
+package guard_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func answer(action, typed string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{confirm.ElicitationID: map[string]any{
+		"action": action, "content": map[string]any{confirm.Field: typed}}})
+	return b
+}
+
+// TestHumanConfirmation runs the elicit and require policies through Call: the
+// first call is answered input_required, the retry with the sealed state and the
+// person's answer either deletes or is refused with the reason the issue names.
+func TestHumanConfirmation(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: &gt.MemorySink{},
+		Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	other := gt.Principal(gt.WS, gt.Member, auth.AllScopes...)
+
+	fresh := func(t *testing.T) store.Issue {
+		is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	args := func(id string) json.RawMessage { return json.RawMessage(`{"issue_id":"` + id + `","confirm":true}`) }
+	ask := func(t *testing.T, p *auth.Principal, a json.RawMessage) *guard.InputRequired {
+		t.Helper()
+		res := g.Call(ctx, guard.Request{Principal: p, Tool: "delete_issue", Args: a, Transport: "mcp", CanElicit: true})
+		if res.Err != nil || res.InputRequired == nil {
+			t.Fatalf("first call: err %v, input required %v", res.Err, res.InputRequired)
+		}
+		return res.InputRequired
+	}
+	exists := func(t *testing.T, id string) bool {
+		_, err := w.Store.GetIssue(ctx, gt.WS, id)
+		return err == nil
+	}
+
+	if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("no capability under elicit is flag", func(t *testing.T) {
+		is := fresh(t)
+		res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp"})
+		if res.Err != nil || res.InputRequired != nil || exists(t, is.ID) {
+			t.Fatalf("got %+v", res.Err)
+		}
+	})
+
+	cases := []struct {
+		name    string
+		by      *auth.Principal
+		state   func(ir *guard.InputRequired, is store.Issue) string
+		argsFor func(is store.Issue) json.RawMessage
+		resp    func(ir *guard.InputRequired, is store.Issue) json.RawMessage
+		want    apperr.Code
+	}{
+		{"accepted", admin, nil, nil, func(ir *guard.InputRequired, is store.Issue) json.RawMessage { return answer("accept", is.Key) }, ""},
+		{"declined", admin, nil, nil, func(*guard.InputRequired, store.Issue) json.RawMessage { return answer("decline", "") }, apperr.ConfirmationDeclined},
+		{"wrong key", admin, nil, nil, func(*guard.InputRequired, store.Issue) json.RawMessage { return answer("accept", "ACME-999") }, apperr.ConfirmationDeclined},
+		{"tampered", admin, func(ir *guard.InputRequired, _ store.Issue) string {
+			b := []byte(ir.State)
+			b[len(b)/2] ^= 1
+			return string(b)
+		}, nil, func(ir *guard.InputRequired, is store.Issue) json.RawMessage { return answer("accept", is.Key) }, apperr.ConfirmationInvalid},
+		{"other user's token", other, nil, nil, func(ir *guard.InputRequired, is store.Issue) json.RawMessage { return answer("accept", is.Key) }, apperr.ConfirmationInvalid},
+		{"other issue", admin, nil, func(store.Issue) json.RawMessage { return args(w.Issue.ID) }, func(ir *guard.InputRequired, is store.Issue) json.RawMessage { return answer("accept", w.Issue.Key) }, apperr.ConfirmationInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			is := fresh(t)
+			ir := ask(t, admin, args(is.ID))
+			if !strings.Contains(ir.Question.Message, is.Key) {
+				t.Errorf("question %q does not name %s", ir.Question.Message, is.Key)
+			}
+			state := ir.State
+			if tc.state != nil {
+				state = tc.state(ir, is)
+			}
+			a := args(is.ID)
+			if tc.argsFor != nil {
+				a = tc.argsFor(is)
+			}
+			res := g.Call(ctx, guard.Request{Principal: tc.by, Tool: "delete_issue", Args: a, Transport: "mcp",
+				CanElicit: true, RequestState: state, InputResponses: tc.resp(ir, is)})
+			var got apperr.Code
+			if res.Err != nil {
+				got = res.Err.Code
+			}
+			if got != tc.want {
+				t.Fatalf("retry: got %q, want %q", got, tc.want)
+			}
+			if deleted := !exists(t, is.ID); deleted != (tc.want == "") {
+				t.Fatalf("deleted = %v", deleted)
+			}
+			if tc.want == "" {
+				// The retried retry: the nonce is spent.
+				again := g.Call(ctx, guard.Request{Principal: tc.by, Tool: "delete_issue", Args: a, Transport: "mcp",
+					CanElicit: true, RequestState: state, InputResponses: tc.resp(ir, is)})
+				if again.Err == nil || again.Err.Code == "" {
+					t.Fatalf("replay accepted")
+				}
+			}
+		})
+	}
+
+	t.Run("expired", func(t *testing.T) {
+		is := fresh(t)
+		ir := ask(t, admin, args(is.ID))
+		later := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: &gt.MemorySink{},
+			Confirmations: w.Store, Keyring: keys, Now: func() time.Time { return time.Now().Add(confirm.Lifetime + time.Minute) }})
+		res := later.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
+		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid || !exists(t, is.ID) {
+			t.Fatalf("got %v", res.Err)
+		}
+	})
+
+	t.Run("item changed in between", func(t *testing.T) {
+		is := fresh(t)
+		ir := ask(t, admin, args(is.ID))
+		title := "Renamed after the question"
+		if _, _, err := w.Store.UpdateIssue(ctx, gt.WS, is.ID, store.IssuePatch{Title: &title}); err != nil {
+			t.Fatal(err)
+		}
+		res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
+		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid || !exists(t, is.ID) {
+			t.Fatalf("got %v", res.Err)
+		}
+	})
+
+	t.Run("require without capability", func(t *testing.T) {
+		if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "require"); err != nil {
+			t.Fatal(err)
+		}
+		is := fresh(t)
+		res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "rest"})
+		if res.Err == nil || res.Err.Code != apperr.HumanConfirmationRequired || !exists(t, is.ID) {
+			t.Fatalf("got %v", res.Err)
+		}
+	})
+}
