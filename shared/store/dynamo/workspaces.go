@@ -91,46 +91,13 @@ func decodeMember(ws string, it item) (store.Member, error) {
 
 // GetMember implements store.Reader.
 func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
-	if err := checkWS(ws); err != nil || !validPart(user) {
-		return store.Member{}, notFound("member")
-	}
-	it, err := s.get(ctx, s.table, key(wsPK(ws), skMember+user), "GetMember")
-	if err != nil {
-		return store.Member{}, err
-	}
-	if it == nil {
-		return store.Member{}, notFound("member")
-	}
-	m, err := decodeMember(ws, it)
-	return m, fail("GetMember", err)
+	return getInWorkspace(ctx, s, ws, user, skMember, "member", "GetMember", decodeMember)
 }
 
 // ListMembers implements store.OAuthStore: the members of one workspace, ordered by
 // user id (the sort key), one Query of the workspace's partition.
 func (s *Store) ListMembers(ctx context.Context, ws string) ([]store.Member, error) {
-	if err := checkWS(ws); err != nil {
-		return []store.Member{}, nil
-	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
-		ExpressionAttributeValues: item{
-			":pk": avS(wsPK(ws)), ":p": avS(skMember),
-		},
-		ConsistentRead: aws.Bool(true),
-	}, "ListMembers")
-	if err != nil {
-		return nil, err
-	}
-	members := make([]store.Member, 0, len(items))
-	for _, it := range items {
-		m, err := decodeMember(ws, it)
-		if err != nil {
-			return nil, fail("ListMembers", err)
-		}
-		members = append(members, m)
-	}
-	return members, nil
+	return listInWorkspace(ctx, s, ws, skMember, "ListMembers", decodeMember)
 }
 
 func decodeAgent(ws string, it item) (store.Agent, error) {
@@ -141,45 +108,60 @@ func decodeAgent(ws string, it item) (store.Agent, error) {
 
 // GetAgent implements store.Reader.
 func (s *Store) GetAgent(ctx context.Context, ws, agent string) (store.Agent, error) {
-	if err := checkWS(ws); err != nil || !validPart(agent) {
-		return store.Agent{}, notFound("agent")
-	}
-	it, err := s.get(ctx, s.table, key(wsPK(ws), skAgent+agent), "GetAgent")
-	if err != nil {
-		return store.Agent{}, err
-	}
-	if it == nil {
-		return store.Agent{}, notFound("agent")
-	}
-	a, err := decodeAgent(ws, it)
-	return a, fail("GetAgent", err)
+	return getInWorkspace(ctx, s, ws, agent, skAgent, "agent", "GetAgent", decodeAgent)
 }
 
 // ListAgents implements store.Reader; agents come ordered by id (the sort key).
 func (s *Store) ListAgents(ctx context.Context, ws string) ([]store.Agent, error) {
+	return listInWorkspace(ctx, s, ws, skAgent, "ListAgents", decodeAgent)
+}
+
+// getInWorkspace reads the item prefix+id of workspace ws, consistently. An id that
+// could not be a key part is not_found without a round trip, as is a missing item.
+func getInWorkspace[T any](ctx context.Context, s *Store, ws, id, prefix, what, op string,
+	decode func(string, item) (T, error)) (T, error) {
+	var zero T
+	if err := checkWS(ws); err != nil || !validPart(id) {
+		return zero, notFound(what)
+	}
+	it, err := s.get(ctx, s.table, key(wsPK(ws), prefix+id), op)
+	if err != nil {
+		return zero, err
+	}
+	if it == nil {
+		return zero, notFound(what)
+	}
+	v, err := decode(ws, it)
+	return v, fail(op, err)
+}
+
+// listInWorkspace reads every item of workspace ws whose sort key starts with prefix,
+// in sort-key order, with one paginated consistent Query.
+func listInWorkspace[T any](ctx context.Context, s *Store, ws, prefix, op string,
+	decode func(string, item) (T, error)) ([]T, error) {
 	if err := checkWS(ws); err != nil {
-		return []store.Agent{}, nil
+		return []T{}, nil
 	}
 	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
 		ExpressionAttributeValues: item{
-			":pk": avS(wsPK(ws)), ":p": avS(skAgent),
+			":pk": avS(wsPK(ws)), ":p": avS(prefix),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, "ListAgents")
+	}, op)
 	if err != nil {
 		return nil, err
 	}
-	agents := make([]store.Agent, 0, len(items))
+	out := make([]T, 0, len(items))
 	for _, it := range items {
-		a, err := decodeAgent(ws, it)
+		v, err := decode(ws, it)
 		if err != nil {
-			return nil, fail("ListAgents", err)
+			return nil, fail(op, err)
 		}
-		agents = append(agents, a)
+		out = append(out, v)
 	}
-	return agents, nil
+	return out, nil
 }
 
 // CreateAgent implements store.Writer: it creates or replaces (the name); a replaced
