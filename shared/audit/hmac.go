@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	crand "crypto/rand"
 	"crypto/sha256"
@@ -68,6 +69,22 @@ func (d *HMAC) IdempotencyKey(key string) string {
 		return ""
 	}
 	return d.sum(idemLabel, []byte(key))
+}
+
+// cursorKeyInfo is the HKDF info of the cursor key: a label of its own, so the key
+// that signs list cursors is unrelated to the one behind args_hmac even though both
+// come from the same secret.
+const cursorKeyInfo = "aacmcp cursor v1"
+
+// CursorKey derives the key that signs the store's list cursors from the deployment's
+// audit HMAC key (HKDF-SHA256). Every server of one deployment has that key already,
+// so cursors verify on any instance with no second secret to provision, and a cursor
+// MAC can never be replayed as an audit digest or the other way round.
+func CursorKey(hmacKey []byte) ([]byte, error) {
+	if len(hmacKey) < MinHMACKeyBytes {
+		return nil, fmt.Errorf("audit: the HMAC key has %d bytes, want at least %d", len(hmacKey), MinHMACKeyBytes)
+	}
+	return hkdf.Key(sha256.New, hmacKey, nil, cursorKeyInfo, sha256.Size)
 }
 
 // HMACKeyFile is the name of the local HMAC key file in the data folder.

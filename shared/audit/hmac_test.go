@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,5 +73,53 @@ func TestDigester(t *testing.T) {
 	r := audit.Record{ArgsHMAC: a.Args(in)}
 	if len(r.ArgsHMAC) != 64 {
 		t.Errorf("args_hmac %q", r.ArgsHMAC)
+	}
+}
+
+// The cursor key is HKDF-SHA256 of the audit key under its own label: fixed for a
+// given key (every instance of a deployment signs alike), different across keys, never
+// the audit key itself, and refused for a key too short to be one. The expected value
+// was computed outside Go (RFC 5869 with Python's hmac module): changing the label or
+// the hash would void every cursor in flight, so it must be a deliberate edit here.
+func TestCursorKey(t *testing.T) {
+	seq := make([]byte, audit.MinHMACKeyBytes)
+	for i := range seq {
+		seq[i] = byte(i)
+	}
+	tests := []struct {
+		name    string
+		key     []byte
+		want    string // hex; "" when only the error matters
+		wantErr bool
+	}{
+		{"known answer", seq, "f996bc99cebac116cd00d44a48cbed61ac3ef72f1d45a5fbfb021dbe73904754", false},
+		{"longer key", bytes.Repeat([]byte{7}, 64), "", false},
+		{"too short", seq[:audit.MinHMACKeyBytes-1], "", true},
+		{"empty", nil, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := audit.CursorKey(tc.key)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("CursorKey: %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if tc.want != "" && hex.EncodeToString(got) != tc.want {
+				t.Errorf("CursorKey = %x, want %s", got, tc.want)
+			}
+			if len(got) != 32 || bytes.Equal(got, tc.key) {
+				t.Errorf("CursorKey = %x: want 32 bytes unlike the audit key", got)
+			}
+			again, _ := audit.CursorKey(tc.key)
+			if !bytes.Equal(got, again) {
+				t.Error("CursorKey differs between two calls on one key")
+			}
+			other := append([]byte{tc.key[0] ^ 1}, tc.key[1:]...)
+			if k, _ := audit.CursorKey(other); bytes.Equal(k, got) {
+				t.Error("two audit keys gave one cursor key")
+			}
+		})
 	}
 }

@@ -35,9 +35,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// HMACKey keys args_hmac and idempotency_key_hmac (FromEnv reads it from
-	// Secrets Manager). Empty: a random key per instance, so digests are comparable
-	// within one instance only; for tests and the local gateway.
+	// HMACKey keys args_hmac and idempotency_key_hmac, and through
+	// audit.CursorKey the list cursors' MACs (FromEnv reads it from Secrets
+	// Manager). Empty: a random digest key per instance, so digests are comparable
+	// within one instance only, and unsigned cursors; for tests and emulators.
 	HMACKey []byte
 }
 
@@ -71,8 +72,16 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		if digester, err = audit.NewHMAC(d.HMACKey); err != nil {
 			return nil, err
 		}
+		cursorKey, err := audit.CursorKey(d.HMACKey)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, dynamo.WithCursorSecret(cursorKey))
 	} else {
-		log.Warn("no audit HMAC key; args_hmac and idempotency_key_hmac are keyed per instance")
+		// Cursors stay unsigned rather than keyed per instance: a page fetched from
+		// another instance would otherwise be refused. They are still bound to the
+		// caller's workspace and query.
+		log.Warn("no audit HMAC key; args_hmac and idempotency_key_hmac are keyed per instance, list cursors are unsigned")
 	}
 	st := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})

@@ -89,8 +89,9 @@ func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
 
 // WithCursorSecret makes every cursor carry an HMAC-SHA256 under secret, so a client can
 // neither forge a start key nor reuse a cursor across deployments with other secrets.
-// Every instance serving the same table must use the same secret. Without it, cursors
-// are still checked structurally (their keys must lie in the caller's own partition).
+// Every instance serving the same table must use the same secret (the servers derive it
+// from the audit HMAC key with audit.CursorKey). Without it, cursors are still checked
+// structurally (their keys must lie in the caller's own partition).
 func WithCursorSecret(secret []byte) Option {
 	return func(s *Store) { s.cursorSecret = append([]byte(nil), secret...) }
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
@@ -112,6 +113,15 @@ func (b *backendFlags) open(ctx context.Context, c *cobra.Command, g *globals) (
 	// Close waits for writes the store makes after answering (none of the admin
 	// commands cause one today), so none is cut off when the command exits.
 	return s, func() { _ = s.Close() }, nil
+}
+
+// dataDirHMACKey is the data folder's audit HMAC key (made on first use): serve's
+// digests, and the gateway's digests and cursor key.
+func dataDirHMACKey(dataDir string) ([]byte, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	return audit.LoadOrCreateHMACKey(filepath.Join(dataDir, audit.HMACKeyFile))
 }
 
 // dbFile is the SQLite database inside the data folder.

@@ -241,7 +241,13 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.functionURL != "" {
 		function, fnDesc = gateway.InvokeURL(gf.functionURL, &http.Client{Timeout: gateway.IntegrationTimeout + time.Second}), gf.functionURL
 	} else {
-		f, err := mcpfn.Build(ctx, lcfg, mcpfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", mcpfn.FunctionName)})
+		// The data folder's key, as serve's: digests stay comparable and cursors
+		// verify across restarts (the stack reads it from Secrets Manager instead).
+		hmacKey, err := dataDirHMACKey(g.dataDir)
+		if err != nil {
+			return err
+		}
+		f, err := mcpfn.Build(ctx, lcfg, mcpfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", mcpfn.FunctionName), HMACKey: hmacKey})
 		if err != nil {
 			return err
 		}

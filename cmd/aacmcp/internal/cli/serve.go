@@ -224,7 +224,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 
 	// The key of args_hmac and idempotency_key_hmac: made once per data folder
 	// (0600), so digests stay comparable across restarts and mean nothing elsewhere.
-	hmacKey, err := audit.LoadOrCreateHMACKey(filepath.Join(g.dataDir, audit.HMACKeyFile))
+	hmacKey, err := dataDirHMACKey(g.dataDir)
 	if err != nil {
 		return err
 	}
