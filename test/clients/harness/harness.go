@@ -183,6 +183,13 @@ func Run(t testing.TB, dir string, env []string, timeout time.Duration, name str
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
+	return RunCommand(cmd, timeout, name)
+}
+
+// RunCommand runs cmd in its own process group with its combined output captured,
+// and kills the whole group (npm CLIs and browsers spawn children) if it has not
+// exited after timeout; label names it in the timeout error.
+func RunCommand(cmd *exec.Cmd, timeout time.Duration, label string) ([]byte, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var out base.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -195,9 +202,8 @@ func Run(t testing.TB, dir string, env []string, timeout time.Duration, name str
 	case err := <-done:
 		return []byte(out.String()), err
 	case <-time.After(timeout):
-		// The whole group: npm CLIs spawn children.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		return []byte(out.String()), errors.New(name + ": timed out after " + timeout.String())
+		return []byte(out.String()), errors.New(label + ": timed out after " + timeout.String())
 	}
 }

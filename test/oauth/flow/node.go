@@ -1,12 +1,10 @@
 package flow
 
 import (
-	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,20 +70,5 @@ func NodeScript(t testing.TB, script string, env []string, rd *Redirect, timeout
 		cmd.ExtraFiles = []*os.File{rd.file}
 		cmd.Env = append(cmd.Env, "AACMCP_REDIRECT_FD=3", "AACMCP_REDIRECT_URL="+rd.URL)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var out harness.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return []byte(out.String()), err
-	case <-time.After(timeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return []byte(out.String()), errors.New("node " + script + ": timed out after " + timeout.String())
-	}
+	return clients.RunCommand(cmd, timeout, "node "+script)
 }
