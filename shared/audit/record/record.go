@@ -111,6 +111,18 @@ func Describe(r *audit.Record, readOnly, destructive bool, scopes []string) {
 // caller-chosen text.
 func SetResourceID(r *audit.Record, id string) { r.ResourceID = Truncate(id, MaxText) }
 
+// SetArgs records the keyed digest of a call's arguments in their canonical
+// encoding (the guard decodes and canonicalises them once, for every step), never
+// the arguments: they may hold personal data.
+func SetArgs(r *audit.Record, h *audit.HMAC, canonical []byte) { r.ArgsHMAC = h.Args(canonical) }
+
+// SetIdempotencyKey records the keyed digest of the caller's idempotency key (""
+// when the call had none): the key is the caller's text, and the record must not
+// become a place to read it back.
+func SetIdempotencyKey(r *audit.Record, h *audit.HMAC, key string) {
+	r.IdempotencyKeyHMAC = h.IdempotencyKey(key)
+}
+
 // Finish stamps the outcome of code ("" for success) at time end, gives the record
 // its event id and fits it under MaxLine.
 func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d time.Duration) {

@@ -186,6 +186,44 @@ func TestBuildStaysUnderTheLine(t *testing.T) {
 	}
 }
 
+func TestDigests(t *testing.T) {
+	h, err := audit.NewHMAC([]byte(strings.Repeat("k", audit.MinHMACKeyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := audit.EphemeralHMAC()
+	canonical := []byte(`{"id":"AAC-1","title":"secret plans"}`)
+	const key = "key-4d1f-secret"
+
+	var a, b, c audit.Record
+	SetArgs(&a, h, canonical)
+	SetIdempotencyKey(&a, h, key)
+	SetArgs(&b, h, canonical)
+	SetIdempotencyKey(&b, h, key)
+	SetArgs(&c, other, canonical)
+	SetIdempotencyKey(&c, other, key)
+	if a.ArgsHMAC != b.ArgsHMAC || a.IdempotencyKeyHMAC != b.IdempotencyKeyHMAC {
+		t.Errorf("same key and input, different digests: %+v %+v", a, b)
+	}
+	if a.ArgsHMAC == c.ArgsHMAC || a.IdempotencyKeyHMAC == c.IdempotencyKeyHMAC {
+		t.Error("digests do not depend on the deployment's key")
+	}
+	if a.ArgsHMAC == a.IdempotencyKeyHMAC || len(a.ArgsHMAC) != 64 || len(a.IdempotencyKeyHMAC) != 64 {
+		t.Errorf("digests %q, %q: want two distinct 64-char HMACs", a.ArgsHMAC, a.IdempotencyKeyHMAC)
+	}
+	line, err := audit.MarshalLine(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(line), key) || strings.Contains(string(line), "secret plans") {
+		t.Errorf("record carries the key or the arguments in clear: %s", line)
+	}
+	SetIdempotencyKey(&a, h, "")
+	if a.IdempotencyKeyHMAC != "" {
+		t.Errorf("no key: idempotency_key_hmac = %q, want empty", a.IdempotencyKeyHMAC)
+	}
+}
+
 func TestStartWithoutPrincipal(t *testing.T) {
 	r := Start(Request{Tool: "get_issue", Transport: audit.TransportMCP})
 	if r.WorkspaceID != "" || r.TokenID != "" || r.ScopesProvided == nil || r.ScopesRequired == nil {
