@@ -13,9 +13,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 )
 
 const (
@@ -83,7 +83,7 @@ func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *ap
 			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(a.accessLog),
 			// The forwarder decodes exactly this format (unauthenticated 401s become
 			// audit records), so it is defined next to the decoder.
-			AccessLogFormat: awsapigateway.AccessLogFormat_Custom(jsii.String(forwarderfn.AccessLogFormat)),
+			AccessLogFormat: awsapigateway.AccessLogFormat_Custom(jsii.String(accesslog.Format)),
 			LoggingLevel:    awsapigateway.MethodLoggingLevel_ERROR,
 			// Request and response bodies hold issue text: never in execution logs.
 			DataTraceEnabled:     jsii.Bool(false),

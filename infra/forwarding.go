@@ -17,7 +17,7 @@ const fallbackFilterPattern = `{ $.audit_fallback IS TRUE }`
 
 // unauthenticatedFilterPattern selects the access-log entries of requests answered 401.
 // It is deliberately broader than "refused before the authorizer ran": the forwarder
-// makes that decision itself (forwarderfn.AccessLogEntry.RefusedWithoutAuthorizer)
+// makes that decision itself (accesslog.Entry.RefusedWithoutAuthorizer)
 // from several fields, and a pattern that missed API Gateway's spelling of an absent
 // value would silently drop those requests from the audit log.
 const unauthenticatedFilterPattern = `{ $.status = "401" }`

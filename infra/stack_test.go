@@ -14,8 +14,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/auditschema"
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
@@ -293,7 +293,7 @@ func TestStage(t *testing.T) {
 			"StageName":      stageName,
 			"TracingEnabled": true,
 			"AccessLogSetting": map[string]any{
-				"Format":         forwarderfn.AccessLogFormat,
+				"Format":         accesslog.Format,
 				"DestinationArn": getAtt(plain.raw.logicalIDWithPrefix(t, "AWS::Logs::LogGroup", "ApiAccessLogs"), "Arn"),
 			},
 			"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{

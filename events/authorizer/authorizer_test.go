@@ -26,6 +26,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 	"github.com/aacworkflow/aacmcp/test/lambda/lambdatest"
 )
 
@@ -96,9 +97,9 @@ func TestSampleEvents(t *testing.T) {
 				if err := json.Unmarshal(g.Response, &resp); err != nil {
 					t.Fatal(err)
 				}
-				exp, ok := resp.Context[authorizerfn.CtxExpiresAt].(string)
+				exp, ok := resp.Context[authzctx.ExpiresAt].(string)
 				if sec, err := strconv.ParseInt(exp, 10, 64); !ok || err != nil || sec <= time.Now().Unix() {
-					t.Errorf("context expires_at = %v, want the token's expiry in Unix seconds", resp.Context[authorizerfn.CtxExpiresAt])
+					t.Errorf("context expires_at = %v, want the token's expiry in Unix seconds", resp.Context[authzctx.ExpiresAt])
 				}
 			} else if strings.Contains(name, "-missing-header") {
 				// No credential: nothing was judged, so no Deny (RFC 6750 section 3.1).

@@ -15,7 +15,7 @@ import (
 // encoder existed (field order, string escaping including the HTML-safe escapes, \u2028
 // and \u2029, and U+FFFD for invalid UTF-8): lines already in files, in Firehose's S3
 // objects and in golden files stay comparable byte for byte, and the size guard
-// (shared/guard's fitRecord) measures what is written. The equivalence is checked
+// (shared/audit/record's Fit) measures what is written. The equivalence is checked
 // against encoding/json by a table test and a differential fuzz target.
 //
 // It is written out by hand because reflection was a measurable part of a tool call's

@@ -60,9 +60,9 @@ type Config struct {
 	Logger *slog.Logger
 	// IdempotencyTTL overrides DefaultIdempotencyTTL when positive.
 	IdempotencyTTL time.Duration
-	// HMAC keys args_hmac and idempotency_key_hmac with the deployment's digest
-	// key. Nil: a random key for this process (tests; the authorizer, which records
-	// no arguments). A server sets it, or its digests change at every restart.
+	// HMAC keys args_hmac and idempotency_key_hmac (computed by audit/record) with
+	// the deployment's digest key. Nil: a random key for this process (tests). A
+	// server sets it, or its digests change at every restart.
 	HMAC *audit.HMAC
 	// Confirmations and Keyring turn on the workspace policy for destructive
 	// tools (flag, elicit, require); either nil keeps every workspace on flag.
@@ -235,7 +235,7 @@ func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Err
 	}
 	if len(req.Args) > 0 {
 		c.args = parseArgs(req.Args)
-		c.rec.ArgsHMAC = g.digest.Args(c.args.canonical)
+		record.SetArgs(&c.rec, g.digest, c.args.canonical)
 	}
 	res := Result{Err: err}
 	// Counted like any other call: a malformed call of a known tool by an
@@ -288,7 +288,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 
 	a := parseArgs(c.req.Args)
 	c.args = a
-	c.rec.ArgsHMAC = g.digest.Args(a.canonical)
+	record.SetArgs(&c.rec, g.digest, a.canonical)
 	// confirm_present records whether the caller confirmed: the JSON boolean true,
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
@@ -315,9 +315,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	key := ""
 	if t.AcceptsIdempotencyKey {
 		key = a.stringArg(idempotencyKeyArg)
-		// Only its HMAC: the key is the caller's text, and the record must not
-		// become a place to read it back.
-		c.rec.IdempotencyKeyHMAC = g.digest.IdempotencyKey(key)
+		record.SetIdempotencyKey(&c.rec, g.digest, key)
 	}
 	if t.Annotations.ReadOnly && key == "" {
 		return g.invokeRead(ctx, c, *p, t, a)

@@ -49,17 +49,6 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // must name no user, since access logs and $context.authorizer.principalId show it.
 const DeniedPrincipal = "invalid_token"
 
-// Context keys of the authorizer context (shared/authzctx names them for both
-// functions).
-const (
-	CtxWorkspaceID = authzctx.WorkspaceID
-	CtxUserID      = authzctx.UserID
-	CtxTokenID     = authzctx.TokenID
-	CtxScopes      = authzctx.Scopes
-	CtxClientID    = authzctx.ClientID
-	CtxExpiresAt   = authzctx.ExpiresAt
-)
-
 // Verifier checks a bearer secret (auth.Verifier does).
 type Verifier interface {
 	Verify(ctx context.Context, secret string) (auth.Principal, error)
@@ -168,12 +157,12 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 		PrincipalID:    p.UserID,
 		PolicyDocument: policy("Allow", resource),
 		Context: map[string]any{
-			CtxWorkspaceID: p.WorkspaceID,
-			CtxUserID:      p.UserID,
-			CtxTokenID:     p.TokenID,
-			CtxScopes:      p.ScopeString(),
-			CtxClientID:    p.ClientID,
-			CtxExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
+			authzctx.WorkspaceID: p.WorkspaceID,
+			authzctx.UserID:      p.UserID,
+			authzctx.TokenID:     p.TokenID,
+			authzctx.Scopes:      p.ScopeString(),
+			authzctx.ClientID:    p.ClientID,
+			authzctx.ExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
 		},
 	}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 )
 
 func TestAPIWildcard(t *testing.T) {
@@ -275,7 +276,7 @@ func TestDenied(t *testing.T) {
 		{"the Deny", deny(func(*events.APIGatewayCustomAuthorizerResponse) {}), true},
 		{"an Allow", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.PolicyDocument = policy("Allow", api) }), false},
 		{"a user as principal", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.PrincipalID = "u1" }), false},
-		{"with context", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.Context = map[string]any{CtxUserID: "u1"} }), false},
+		{"with context", deny(func(r *events.APIGatewayCustomAuthorizerResponse) { r.Context = map[string]any{authzctx.UserID: "u1"} }), false},
 		{"one route only", deny(func(r *events.APIGatewayCustomAuthorizerResponse) {
 			r.PolicyDocument = policy("Deny", "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp")
 		}), false},

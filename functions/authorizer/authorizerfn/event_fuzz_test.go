@@ -11,6 +11,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 )
 
 // FuzzHandleEvent feeds arbitrary authorizer events (method ARN, route, headers in
@@ -62,7 +63,7 @@ func FuzzHandleEvent(f *testing.F) {
 			if len(st) != 1 || st[0].Effect != "Allow" || len(st[0].Resource) != 1 || !strings.HasSuffix(st[0].Resource[0], "/*/*") {
 				t.Fatalf("policy %+v is not one Allow for the whole stage", resp.PolicyDocument)
 			}
-			if resp.Context[CtxWorkspaceID] != "acme" || resp.Context[CtxTokenID] != "tok_1" {
+			if resp.Context[authzctx.WorkspaceID] != "acme" || resp.Context[authzctx.TokenID] != "tok_1" {
 				t.Fatalf("context %v", resp.Context)
 			}
 			return

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
+	"github.com/aacworkflow/aacmcp/shared/authzctx"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -58,7 +59,7 @@ func TestBuildJWTOnDynamoDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Context[CtxWorkspaceID] != "acme" || resp.Context[CtxUserID] != "ada" || resp.Context[CtxTokenID] != "jwt:d1" || resp.Context[CtxScopes] != "issues:read" {
+	if resp.Context[authzctx.WorkspaceID] != "acme" || resp.Context[authzctx.UserID] != "ada" || resp.Context[authzctx.TokenID] != "jwt:d1" || resp.Context[authzctx.Scopes] != "issues:read" {
 		t.Errorf("context %v", resp.Context)
 	}
 	if resp, err := a.Handle(ctx, event("Bearer "+tok("eve@example.com"))); err != nil || !Denied(resp) {

@@ -36,6 +36,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
 )
@@ -63,7 +64,7 @@ type Config struct {
 	Stream string
 	// Tools describes the tools for records made from access-log entries
 	// (catalog.New(catalog.Deps{}) is enough: no handler runs).
-	Tools ToolLookup
+	Tools accesslog.ToolLookup
 	// FunctionLogGroups are the log groups of the functions that write audit records:
 	// the only groups whose fallback lines are forwarded.
 	FunctionLogGroups []string
@@ -186,7 +187,7 @@ func (f *Forwarder) recordOf(src source, msg []byte) (audit.Record, bool) {
 	case sourceFunction:
 		return auditkinesis.ParseFallbackLine(msg)
 	case sourceAccessLog:
-		if e, ok := ParseAccessLog(msg); ok {
+		if e, ok := accesslog.Parse(msg); ok {
 			return e.Record(f.cfg.Tools)
 		}
 	case sourceWAF:

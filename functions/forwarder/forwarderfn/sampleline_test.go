@@ -1,11 +1,15 @@
 package forwarderfn
 
-import "strings"
+import (
+	"strings"
 
-// sampleLine renders Format the way API Gateway would, with vars filled in
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
+)
+
+// sampleLine renders accesslog.Format the way API Gateway would, with vars filled in
 // and "-" for everything not given.
 func sampleLine(vars map[string]string) string {
-	out := AccessLogFormat
+	out := accesslog.Format
 	for _, v := range []string{
 		"$context.requestTimeEpoch", "$context.extendedRequestId", "$context.requestId", "$context.identity.sourceIp",
 		"$context.identity.userAgent", "$context.httpMethod", "$context.resourcePath",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
 )
 
@@ -92,7 +93,7 @@ func (e WAFLogEntry) tool() (name, transport string, ok bool) {
 // from WAF logs (a log group must not hold bearer secrets), so nothing in the
 // record identifies the caller beyond source IP and User-Agent. The event id is
 // derived from the log record, so a batch delivered twice yields the same id.
-func (e WAFLogEntry) Record(tools ToolLookup) (audit.Record, bool) {
+func (e WAFLogEntry) Record(tools accesslog.ToolLookup) (audit.Record, bool) {
 	if !strings.EqualFold(e.Action, "BLOCK") {
 		return audit.Record{}, false
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
@@ -96,7 +97,7 @@ func (f *Function) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	if id := ev.RequestContext.ExtendedRequestID; id != "" {
 		ev = withHeader(ev, "X-Request-Id", id)
 	}
-	resp, err := f.adapter(BasePath(ev)).ProxyWithContext(ctx, ev)
+	resp, err := f.adapter(apigw.BasePath(ev)).ProxyWithContext(ctx, ev)
 	if err != nil {
 		// The event could not become an HTTP request (a body that is not valid
 		// base64). A Lambda error would be API Gateway's 502; answer like the server.
@@ -124,23 +125,6 @@ func (f *Function) adapter(base string) *httpadapter.HandlerAdapter {
 	a := httpadapter.New(mcpserver.New(sc, f.cfg.Guard, f.cfg.Catalog, f.src))
 	f.adapters[base] = a
 	return a
-}
-
-// BasePath is the prefix the client's URL has before the route: the stage on the
-// execute-api domain ("/prod"), a base path mapping on a custom domain, or "". The
-// request context's path is the full path the client used, the event's path the
-// route's; their difference is the prefix.
-func BasePath(ev events.APIGatewayProxyRequest) string {
-	full, route := ev.RequestContext.Path, ev.Path
-	if full != "" && route != "" && full != route && strings.HasSuffix(full, route) {
-		return strings.TrimSuffix(full, route)
-	}
-	// Paths that differ in escaping: fall back to the stage when the full path starts
-	// with it.
-	if st := ev.RequestContext.Stage; st != "" && strings.HasPrefix(full, "/"+st+"/") {
-		return "/" + st
-	}
-	return ""
 }
 
 // withHeader sets a header in both header maps of a REST event (the adapter reads

@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
-	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
@@ -225,7 +225,7 @@ func (f *Function) Issuer(ev events.APIGatewayProxyRequest) string {
 	if p, _, _ := strings.Cut(header(ev, "X-Forwarded-Proto"), ","); strings.EqualFold(strings.TrimSpace(p), "http") {
 		scheme = "http"
 	}
-	return scheme + "://" + host + mcpfn.BasePath(ev)
+	return scheme + "://" + host + apigw.BasePath(ev)
 }
 
 // header is a header of the event, by name in any case, last value first.

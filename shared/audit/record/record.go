@@ -27,10 +27,16 @@ const MaxText = 128
 
 // MaxClientID bounds the OAuth client id copied into a record. Client ids are
 // chosen by the server (registrations) or are the URL of a client's metadata
-// document, which real clients keep short; 192 bytes leaves the other fields room
-// under the 1 KB line beside the two 64-character HMACs of event version 1.2 (at
-// 256, a record with every field at its bound no longer fit whole).
-const MaxClientID = 192
+// document, which real clients keep short. 144 bytes is what leaves a record of a
+// real principal whole (tool, ids and a source at MaxSourceIP) under the 1 KB line
+// beside the two 64-character HMACs of event version 1.2, once Fit has cut the
+// descriptive text; at 192 such a record lost its tool and source.
+const MaxClientID = 144
+
+// MaxSourceIP bounds the source address. The longest textual address is 45 bytes
+// (an IPv6 address with an IPv4 tail, ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255);
+// anything longer is not an address but a forwarded header's text.
+const MaxSourceIP = 45
 
 // MaxLine is the bound on one encoded audit line, newline excluded: Fit keeps every
 // record strictly under it.
@@ -66,17 +72,19 @@ func Start(req Request) audit.Record {
 		ClientVersion:   Truncate(req.ClientVersion, MaxText),
 		ProtocolVersion: Truncate(req.ProtocolVersion, MaxText),
 		UserAgent:       Truncate(req.UserAgent, MaxText),
-		SourceIP:        Truncate(req.SourceIP, MaxText),
+		SourceIP:        Truncate(req.SourceIP, MaxSourceIP),
 		Transport:       req.Transport,
 		EventType:       audit.EventToolCall,
 	}
 	if p := req.Principal; p != nil {
-		r.WorkspaceID = p.WorkspaceID
-		r.UserID = p.UserID
-		r.TokenID = p.TokenID
-		// Which connector made the call ("" for a personal token). It names who, so
-		// Fit never cuts it; the bound here only keeps one absurd client id from
-		// taking the whole line.
+		// The ids are the server's own (a ULID-based token id is 30 bytes), except
+		// that a refused token's id is derived from what the caller presented: the
+		// cap keeps such a token from taking the line.
+		r.WorkspaceID = Truncate(p.WorkspaceID, MaxText)
+		r.UserID = Truncate(p.UserID, MaxText)
+		r.TokenID = Truncate(p.TokenID, MaxText)
+		// Which connector made the call ("" for a personal token): a client id may
+		// be the URL of the connector's own metadata document.
 		r.ClientID = Truncate(p.ClientID, MaxClientID)
 		if len(p.Scopes) > 0 {
 			// One exact-size copy, sorted in place (slices.Sorted grows its result
@@ -103,6 +111,18 @@ func Describe(r *audit.Record, readOnly, destructive bool, scopes []string) {
 // caller-chosen text.
 func SetResourceID(r *audit.Record, id string) { r.ResourceID = Truncate(id, MaxText) }
 
+// SetArgs records the keyed digest of a call's arguments in their canonical
+// encoding (the guard decodes and canonicalises them once, for every step), never
+// the arguments: they may hold personal data.
+func SetArgs(r *audit.Record, h *audit.HMAC, canonical []byte) { r.ArgsHMAC = h.Args(canonical) }
+
+// SetIdempotencyKey records the keyed digest of the caller's idempotency key (""
+// when the call had none): the key is the caller's text, and the record must not
+// become a place to read it back.
+func SetIdempotencyKey(r *audit.Record, h *audit.HMAC, key string) {
+	r.IdempotencyKeyHMAC = h.IdempotencyKey(key)
+}
+
 // Finish stamps the outcome of code ("" for success) at time end, gives the record
 // its event id and fits it under MaxLine.
 func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d time.Duration) {
@@ -115,11 +135,24 @@ func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d tim
 	Fit(r)
 }
 
-// Fit keeps the record's line under MaxLine. Each caller-chosen text is already
-// capped at MaxText, but together (a long User-Agent, client name and version,
-// JSON-RPC id and request id) they can still push a record past the bound; the
-// longest of them is cut until the line fits. Who, what, the outcome and the
-// digests (fixed-size HMACs) are never cut.
+// Fit keeps the record's line under MaxLine. Each caller-influenced text is
+// already capped, but together they can still push a record past the bound, so
+// Fit cuts them in this order, each group longest field first, until the line
+// fits:
+//
+//  1. the descriptive text: user_agent, client_name, client_version, jsonrpc_id,
+//     request_id, resource_id, protocol_version;
+//  2. source_ip;
+//  3. tool (only an unknown tool's name, the caller's text, is long);
+//  4. the ids of who: client_id, token_id, user_id, workspace_id.
+//
+// A record of a real principal (server-made ids, a client id within MaxClientID)
+// fits once group 1 is cut, so groups 2 to 4 give way only for text no real
+// request carries: ids as long as MaxText, which only a refused token's presented
+// id reaches. Cutting the longest first keeps the short ids whole longest.
+//
+// The outcome, reason, time, event id, scopes, flags and the digests (fixed-size
+// HMACs) are never cut; they fit in a third of the line.
 //
 // The line is measured by encoding it with the sinks' own encoder, so the bound
 // holds for the bytes they write, escapes included; into a buffer on the stack,
@@ -128,24 +161,32 @@ func Fit(r *audit.Record) {
 	// AppendLine sizes its buffer from the unescaped lengths plus the widest
 	// integer, so any line that fits the bound fits this buffer without regrowing.
 	var buf [MaxLine + 64]byte
-	for {
-		line := audit.AppendLine(buf[:0], *r)
-		if len(line) < MaxLine {
-			return
-		}
-		over := len(line) - MaxLine + 1
-		var longest *string
-		for _, f := range []*string{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.RequestID, &r.ResourceID, &r.ProtocolVersion, &r.Tool} {
-			if longest == nil || len(*f) > len(*longest) {
-				longest = f
+	groups := [...][]*string{
+		{&r.UserAgent, &r.ClientName, &r.ClientVersion, &r.JSONRPCID, &r.RequestID, &r.ResourceID, &r.ProtocolVersion},
+		{&r.SourceIP},
+		{&r.Tool},
+		{&r.ClientID, &r.TokenID, &r.UserID, &r.WorkspaceID},
+	}
+	for _, group := range groups {
+		for {
+			line := audit.AppendLine(buf[:0], *r)
+			if len(line) < MaxLine {
+				return
 			}
+			longest := group[0]
+			for _, f := range group[1:] {
+				if len(*f) > len(*longest) {
+					longest = f
+				}
+			}
+			if len(*longest) == 0 {
+				break // this group is spent: on to the next
+			}
+			// Escaped characters take more bytes on the wire than in the string, so
+			// cut at least what is over and loop until it fits.
+			over := len(line) - MaxLine + 1
+			*longest = Truncate(*longest, max(0, len(*longest)-over))
 		}
-		if len(*longest) == 0 {
-			return
-		}
-		// Escaped characters take more bytes on the wire than in the string, so cut
-		// at least what is over and loop until it fits.
-		*longest = Truncate(*longest, max(0, len(*longest)-over))
 	}
 }
 

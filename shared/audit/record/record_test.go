@@ -89,19 +89,37 @@ func TestClean(t *testing.T) {
 	}
 }
 
-// fullRequest has every caller-chosen field at (or past) its bound.
+// fullRequest has every caller-influenced field past its bound: the descriptive
+// text, the source IP (from a header a proxy may pass on), and the ids of who (a
+// refused token's id comes from the token it presented; a client id is the URL a
+// connector chose for its metadata document).
 func fullRequest(filler string) Request {
 	long := strings.Repeat(filler, 2*MaxText)
 	return Request{
 		Principal: &auth.Principal{
-			WorkspaceID: "ws_acme", UserID: "usr_admin", TokenID: "tok_1", Scopes: []string{"issues:write", "issues:read"},
-			ClientID: strings.Repeat("c", 4*MaxClientID),
+			WorkspaceID: long, UserID: long, TokenID: long, Scopes: []string{"issues:write", "issues:read"},
+			ClientID: strings.Repeat(filler, 4*MaxClientID),
 		},
 		Tool: long, Transport: audit.TransportREST,
 		RequestID: long, JSONRPCID: long, ClientName: long, ClientVersion: long,
+		ProtocolVersion: long, UserAgent: long, SourceIP: long,
+	}
+}
+
+// realRequest is a record as production writes them: real ids, a 30-byte token
+// id, an IPv6 source at its longest textual form, and long descriptive text that
+// Fit must cut first.
+func realRequest(filler string) Request {
+	long := strings.Repeat(filler, 2*MaxText)
+	return Request{
+		Principal: &auth.Principal{
+			WorkspaceID: "ws_acme", UserID: "usr_admin", TokenID: "tok_01KBF8ZQ5X8N2M4C7D9E1G3H6J", Scopes: []string{"issues:write", "issues:read"},
+			ClientID: "https://connector.example/" + strings.Repeat("m", MaxClientID-len("https://connector.example/")),
+		},
+		Tool: "delete_issue", Transport: audit.TransportREST,
+		RequestID: long, JSONRPCID: long, ClientName: long, ClientVersion: long,
 		ProtocolVersion: long, UserAgent: long,
-		// Source IPs come from the network (API Gateway, RemoteAddr), not the caller.
-		SourceIP: "203.0.113.9",
+		SourceIP: "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
 	}
 }
 
@@ -116,38 +134,93 @@ func TestBuildStaysUnderTheLine(t *testing.T) {
 		{"escaped", "\"", apperr.InternalError},
 		{"control", "\x01", ""},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := Start(fullRequest(tt.filler))
-			Describe(&r, false, true, []string{"issues:write"})
-			SetResourceID(&r, strings.Repeat(tt.filler, 4*MaxText))
-			r.ArgsHMAC = strings.Repeat("a", 64)
-			r.IdempotencyKeyHMAC = strings.Repeat("b", 64)
-			Finish(&r, end, tt.code, false, 1500*time.Millisecond)
+		for _, req := range []struct {
+			name string
+			req  Request
+		}{{"every field at its cap", fullRequest(tt.filler)}, {"real ids", realRequest(tt.filler)}} {
+			t.Run(tt.name+"/"+req.name, func(t *testing.T) {
+				r := Start(req.req)
+				Describe(&r, false, true, []string{"issues:write"})
+				SetResourceID(&r, strings.Repeat(tt.filler, 4*MaxText))
+				r.ArgsHMAC = strings.Repeat("a", 64)
+				r.IdempotencyKeyHMAC = strings.Repeat("b", 64)
+				Finish(&r, end, tt.code, false, 1500*time.Millisecond)
 
-			line, err := audit.MarshalLine(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(line) >= MaxLine {
-				t.Errorf("line is %d bytes, want < %d: %s", len(line), MaxLine, line)
-			}
-			if err := r.Validate(); err != nil {
-				t.Errorf("record invalid: %v", err)
-			}
-			for name, f := range map[string]string{"tool": r.Tool, "user_agent": r.UserAgent, "resource_id": r.ResourceID, "source_ip": r.SourceIP} {
-				if len(f) > MaxText || !utf8.ValidString(f) {
-					t.Errorf("%s = %q: over %d bytes or not UTF-8", name, f, MaxText)
+				line, err := audit.MarshalLine(r)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			// Who and the outcome are never cut.
-			if len(r.ClientID) != MaxClientID || r.Reason != string(tt.code) || r.Outcome != string(tt.code.Outcome()) ||
-				r.DurationMS != 1500 || r.Timestamp != audit.FormatTime(end) {
-				t.Errorf("record lost who or outcome: %+v", r)
-			}
-			if got := strings.Join(r.ScopesProvided, " "); got != "issues:read issues:write" {
-				t.Errorf("scopes_provided = %q, want sorted", got)
-			}
-		})
+				if len(line) >= MaxLine {
+					t.Errorf("line is %d bytes, want < %d: %s", len(line), MaxLine, line)
+				}
+				if err := r.Validate(); err != nil {
+					t.Errorf("record invalid: %v", err)
+				}
+				for name, f := range map[string]string{
+					"tool": r.Tool, "user_agent": r.UserAgent, "resource_id": r.ResourceID, "source_ip": r.SourceIP,
+					"workspace_id": r.WorkspaceID, "user_id": r.UserID, "token_id": r.TokenID,
+				} {
+					if len(f) > MaxText || !utf8.ValidString(f) {
+						t.Errorf("%s = %q: over %d bytes or not UTF-8", name, f, MaxText)
+					}
+				}
+				if len(r.SourceIP) > MaxSourceIP || len(r.ClientID) > MaxClientID {
+					t.Errorf("source_ip %d bytes, client_id %d bytes: over their caps", len(r.SourceIP), len(r.ClientID))
+				}
+				// The outcome and the digests are never cut.
+				if r.Reason != string(tt.code) || r.Outcome != string(tt.code.Outcome()) || r.DurationMS != 1500 ||
+					r.Timestamp != audit.FormatTime(end) || len(r.ArgsHMAC) != 64 || len(r.IdempotencyKeyHMAC) != 64 {
+					t.Errorf("record lost its outcome or digests: %+v", r)
+				}
+				if got := strings.Join(r.ScopesProvided, " "); got != "issues:read issues:write" {
+					t.Errorf("scopes_provided = %q, want sorted", got)
+				}
+				// With real ids the descriptive text gives way first: who, what and the
+				// network source are whole.
+				if want := req.req.Principal; req.name == "real ids" && (r.WorkspaceID != want.WorkspaceID || r.UserID != want.UserID ||
+					r.TokenID != want.TokenID || r.ClientID != want.ClientID || r.Tool != req.req.Tool || r.SourceIP != req.req.SourceIP) {
+					t.Errorf("record with real ids lost who, what or source: %+v", r)
+				}
+			})
+		}
+	}
+}
+
+func TestDigests(t *testing.T) {
+	h, err := audit.NewHMAC([]byte(strings.Repeat("k", audit.MinHMACKeyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := audit.EphemeralHMAC()
+	canonical := []byte(`{"id":"AAC-1","title":"secret plans"}`)
+	const key = "key-4d1f-secret"
+
+	var a, b, c audit.Record
+	SetArgs(&a, h, canonical)
+	SetIdempotencyKey(&a, h, key)
+	SetArgs(&b, h, canonical)
+	SetIdempotencyKey(&b, h, key)
+	SetArgs(&c, other, canonical)
+	SetIdempotencyKey(&c, other, key)
+	if a.ArgsHMAC != b.ArgsHMAC || a.IdempotencyKeyHMAC != b.IdempotencyKeyHMAC {
+		t.Errorf("same key and input, different digests: %+v %+v", a, b)
+	}
+	if a.ArgsHMAC == c.ArgsHMAC || a.IdempotencyKeyHMAC == c.IdempotencyKeyHMAC {
+		t.Error("digests do not depend on the deployment's key")
+	}
+	if a.ArgsHMAC == a.IdempotencyKeyHMAC || len(a.ArgsHMAC) != 64 || len(a.IdempotencyKeyHMAC) != 64 {
+		t.Errorf("digests %q, %q: want two distinct 64-char HMACs", a.ArgsHMAC, a.IdempotencyKeyHMAC)
+	}
+	line, err := audit.MarshalLine(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(line), key) || strings.Contains(string(line), "secret plans") {
+		t.Errorf("record carries the key or the arguments in clear: %s", line)
+	}
+	SetIdempotencyKey(&a, h, "")
+	if a.IdempotencyKeyHMAC != "" {
+		t.Errorf("no key: idempotency_key_hmac = %q, want empty", a.IdempotencyKeyHMAC)
 	}
 }
 
