@@ -221,4 +221,3 @@ func TestAfterIgnoresNoHint(t *testing.T) {
 		t.Errorf("After(err, 0) = %v, want err itself", err)
 	}
 }
-
