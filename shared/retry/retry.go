@@ -85,7 +85,9 @@ func Do(ctx context.Context, p Policy, op func(attempt int) error) error {
 	}
 }
 
-// Delay is the wait before retry n (1-based) when no hint was given, before jitter.
+// Delay is the wait before retry n (1-based) without jitter or hint: Base doubled
+// n-1 times, capped at Max. It also serves loops that retry for as long as they run
+// (a background flush, an accept loop), which Do's bounded attempts do not fit.
 func (p Policy) Delay(n int) time.Duration {
 	d := max(p.Base, 0)
 	for i := 1; i < n && d > 0; i++ {

@@ -201,6 +201,29 @@ func TestJitterBounds(t *testing.T) {
 	}
 }
 
+func TestDelay(t *testing.T) {
+	tests := []struct {
+		p    Policy
+		n    int
+		want time.Duration
+	}{
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 0, 5 * time.Millisecond},
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 1, 5 * time.Millisecond},
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 2, 10 * time.Millisecond},
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 8, 640 * time.Millisecond},
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 9, time.Second},
+		{Policy{Base: 5 * time.Millisecond, Max: time.Second}, 1 << 20, time.Second},
+		{Policy{Base: 20 * time.Millisecond}, 4, 160 * time.Millisecond},
+		{Policy{Base: 2 * time.Second, Max: time.Second}, 1, time.Second},
+		{Policy{Max: time.Second}, 3, 0},
+	}
+	for _, tc := range tests {
+		if got := tc.p.Delay(tc.n); got != tc.want {
+			t.Errorf("%+v.Delay(%d) = %v, want %v", tc.p, tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestDelayDoesNotOverflow(t *testing.T) {
 	p := Policy{Base: time.Hour}
 	prev := p.Delay(1)
