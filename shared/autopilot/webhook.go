@@ -11,13 +11,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/retry"
 )
 
 // Webhook headers. The signature header carries the signing time and the HMAC of
@@ -274,20 +275,18 @@ func (w *Webhook) Dispatch(ctx context.Context, j Job) error {
 		return &DispatchError{Reason: "job could not be encoded", cause: err}
 	}
 	var last *DispatchError
-	var retryAfter time.Duration
-	for attempt := 1; attempt <= w.attempts; attempt++ {
-		if attempt > 1 {
-			wait := w.delay(attempt-1, retryAfter)
-			if wait < 0 || !w.sleep(ctx, wait) {
-				break
-			}
-		}
+	err = retry.Do(ctx, retry.Policy{
+		Attempts:  w.attempts,
+		Base:      w.baseDelay,
+		Max:       w.maxDelay,
+		Jitter:    0.5,
+		Retryable: retryable,
+	}, func(attempt int) error {
 		// Signed per attempt: a retry after a long backoff must still be fresh.
-		status, ra, err := w.send(ctx, body, Sign(w.secret, w.now(), body), j.RunID)
+		status, retryAfter, err := w.send(ctx, body, Sign(w.secret, w.now(), body), j.RunID)
 		if err == nil && status >= 200 && status < 300 {
 			return nil
 		}
-		retryAfter = ra
 		last = &DispatchError{Attempts: attempt, StatusCode: status, cause: err}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -300,9 +299,11 @@ func (w *Webhook) Dispatch(ctx context.Context, j Job) error {
 		w.log.LogAttrs(ctx, slog.LevelWarn, "autopilot webhook attempt failed",
 			slog.String("run_id", j.RunID), slog.Int("attempt", attempt),
 			slog.Int("status", status), slog.Any("error", err))
-		if !retryable(status, err) || ctx.Err() != nil {
-			break
-		}
+		// The runner's Retry-After replaces the backoff; one past the cap ends the retries.
+		return retry.After(last, retryAfter)
+	})
+	if err == nil {
+		return nil
 	}
 	return last
 }
@@ -328,45 +329,11 @@ func (w *Webhook) send(ctx context.Context, body []byte, sig, runID string) (int
 	return resp.StatusCode, parseRetryAfter(resp.Header.Get("Retry-After"), w.now()), nil
 }
 
-func retryable(status int, err error) bool {
-	if err != nil {
-		return true
-	}
-	return status == http.StatusTooManyRequests || status >= 500
-}
-
-// delay is the wait before retry n (1-based): exponential with jitter in [d/2, d], capped,
-// or the runner's Retry-After when it gave one. It returns -1 when Retry-After asks for
-// more than the cap: waiting that long would outlive the caller's request.
-func (w *Webhook) delay(n int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		if retryAfter > w.maxDelay {
-			return -1
-		}
-		return retryAfter
-	}
-	d := w.baseDelay << min(n-1, 16)
-	if d <= 0 || d > w.maxDelay {
-		d = w.maxDelay
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
-// sleep waits d, and reports false when ctx ends first or its deadline would pass
-// before the wait is over (no point starting an attempt that cannot finish).
-func (w *Webhook) sleep(ctx context.Context, d time.Duration) bool {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// retryable reports whether a failed delivery may succeed when sent again: there
+// was no answer (StatusCode 0), or a 429 or 5xx.
+func retryable(err error) bool {
+	d, ok := errors.AsType[*DispatchError](err)
+	return ok && (d.StatusCode == 0 || d.StatusCode == http.StatusTooManyRequests || d.StatusCode >= 500)
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date. Garbage,

@@ -273,22 +273,6 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestDelayBounds(t *testing.T) {
-	w := NewWebhook("https://runner.example.com", testSecret, nil, WithBackoff(100*time.Millisecond, time.Second))
-	for n := 1; n <= 20; n++ {
-		d := w.delay(n, 0)
-		if d <= 0 || d > time.Second {
-			t.Errorf("delay(%d) = %v, want in (0, 1s]", n, d)
-		}
-	}
-	if d := w.delay(1, 500*time.Millisecond); d != 500*time.Millisecond {
-		t.Errorf("delay with Retry-After 500ms = %v", d)
-	}
-	if d := w.delay(1, 2*time.Second); d >= 0 {
-		t.Errorf("delay with Retry-After past the cap = %v, want negative (give up)", d)
-	}
-}
-
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"", "1", "-1", "Wed, 21 Oct 2015 07:28:00 GMT", "1e9", "9223372036854775807"} {
 		f.Add(s)

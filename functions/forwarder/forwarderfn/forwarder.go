@@ -23,10 +23,8 @@ package forwarderfn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -39,6 +37,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
+	"github.com/aacworkflow/aacmcp/shared/retry"
 )
 
 // PutRecordsAPI is the Kinesis call the forwarder makes (*kinesis.Client has it).
@@ -223,13 +222,15 @@ func (f *Forwarder) putBatch(ctx context.Context, recs []audit.Record) error {
 			PartitionKey: aws.String(r.EventID),
 		})
 	}
-	var lastErr error
-	for attempt := 1; attempt <= f.cfg.Attempts && len(pending) > 0; attempt++ {
-		if attempt > 1 {
-			if err := sleep(ctx, backoff(f.cfg.BaseDelay, attempt-1)); err != nil {
-				return fmt.Errorf("put audit records: %d not accepted: %w", len(pending), errors.Join(lastErr, err))
-			}
-		}
+	tried := 0
+	err := retry.Do(ctx, retry.Policy{
+		Attempts: f.cfg.Attempts,
+		Base:     f.cfg.BaseDelay,
+		Max:      defaultMaxDelay,
+		// Jitter halves the chance that concurrent forwarders hit the shard together.
+		Jitter: 0.5,
+	}, func(attempt int) error {
+		tried = attempt
 		out, err := f.cfg.Client.PutRecords(ctx, &kinesis.PutRecordsInput{
 			StreamName: aws.String(f.cfg.Stream),
 			Records:    pending,
@@ -237,15 +238,16 @@ func (f *Forwarder) putBatch(ctx context.Context, recs []audit.Record) error {
 		if err != nil {
 			// The SDK already retried the call itself; one more round here covers a
 			// longer throttling spell.
-			lastErr = err
 			f.log.Warn("PutRecords failed", "attempt", attempt, "records", len(pending), "err", err)
-			continue
+			return err
 		}
 		if out.FailedRecordCount == nil || *out.FailedRecordCount == 0 {
+			pending = nil
 			return nil
 		}
 		// Results are positional: keep exactly the entries that failed.
 		var failed []ktypes.PutRecordsRequestEntry
+		var lastErr error
 		for i, res := range out.Records {
 			if res.ErrorCode != nil && i < len(pending) {
 				failed = append(failed, pending[i])
@@ -254,29 +256,10 @@ func (f *Forwarder) putBatch(ctx context.Context, recs []audit.Record) error {
 		}
 		f.log.Warn("PutRecords partially failed", "attempt", attempt, "failed", len(failed), "of", len(pending))
 		pending = failed
+		return lastErr
+	})
+	if err != nil {
+		return fmt.Errorf("put audit records: %d not accepted after %d attempt(s): %w", len(pending), tried, err)
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	return fmt.Errorf("put audit records: %d not accepted after %d attempts: %w", len(pending), f.cfg.Attempts, lastErr)
-}
-
-func backoff(base time.Duration, retry int) time.Duration {
-	d := base << (retry - 1)
-	if d > defaultMaxDelay || d <= 0 {
-		d = defaultMaxDelay
-	}
-	// Full jitter halves the chance that concurrent forwarders hit the shard together.
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return nil
 }

@@ -17,18 +17,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/retry"
 )
 
 // KinesisAPI is the part of *kinesis.Client the sink uses.
@@ -166,45 +166,25 @@ func (s *Sink) put(ctx context.Context, eventID string, data []byte) (int, error
 	} else {
 		in.StreamName = aws.String(s.stream)
 	}
-	// The SDK's own retryer would multiply our attempts; this loop is the only one.
+	// The SDK's own retryer would multiply our attempts; retry.Do is the only loop.
 	once := func(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
 
-	var err error
 	n := 0
-	for n < s.attempts {
-		if n > 0 {
-			if !retryable(err) || !s.sleep(bctx, n) {
-				break
-			}
-		}
-		n++
-		actx, acancel := context.WithTimeout(bctx, s.attemptTimeout)
-		_, err = s.client.PutRecord(actx, in, once)
-		acancel()
-		if err == nil {
-			return n, nil
-		}
-		if bctx.Err() != nil {
-			break
-		}
-	}
+	err := retry.Do(bctx, retry.Policy{
+		Attempts: s.attempts,
+		// ±50% around a doubling s.backoff: the top of that range is 3/2 of it, and
+		// the range is two thirds of the top.
+		Base:      s.backoff * 3 / 2,
+		Jitter:    2.0 / 3,
+		Retryable: retryable,
+	}, func(attempt int) error {
+		n = attempt
+		actx, cancel := context.WithTimeout(bctx, s.attemptTimeout)
+		defer cancel()
+		_, err := s.client.PutRecord(actx, in, once)
+		return err
+	})
 	return n, err
-}
-
-// sleep waits the backoff before attempt n+1; false if the budget ends first.
-func (s *Sink) sleep(ctx context.Context, n int) bool {
-	d := s.backoff << (n - 1)
-	if d > 0 {
-		d = rand.N(d) + d/2
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // retryable reports whether another attempt may succeed: throttling, 5xx, connection
@@ -213,7 +193,7 @@ func retryable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
+	return awsretry.IsErrorRetryables(awsretry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }
 
 func (s *Sink) writeFallback(reason string, r audit.Record) error {

@@ -193,13 +193,3 @@ func TestIsLocalEndpoint(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	prev := backoff(1)
-	for n := 2; n <= maxBatchAttempts+2; n++ {
-		d := backoff(n)
-		if d < prev || d > 1e9 {
-			t.Errorf("backoff(%d) = %v after %v: want non-decreasing and at most 1s", n, d, prev)
-		}
-		prev = d
-	}
-}

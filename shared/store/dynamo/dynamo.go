@@ -33,6 +33,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/retry"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -64,7 +65,6 @@ type Store struct {
 	now          func() time.Time
 	log          *slog.Logger
 	cursorSecret []byte
-	sleep        func(ctx context.Context, d time.Duration) error
 	bg           *tasks // housekeeping writes after the answer (background.go)
 }
 
@@ -104,24 +104,12 @@ func New(db API, mainTable, tokensTable string, opts ...Option) *Store {
 		tokensTable: tokensTable,
 		now:         time.Now,
 		log:         slog.Default(),
-		sleep:       sleepCtx,
 		bg:          newTasks(),
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func (s *Store) orNow(t time.Time) time.Time {
@@ -386,43 +374,50 @@ func (s *Store) follow(ctx context.Context, table string, k item, attr, what, op
 // Results come keyed by "PK/SK".
 func (s *Store) batchGet(ctx context.Context, table string, keys []item, op string) (map[string]item, error) {
 	out := make(map[string]item, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
 	pending := keys
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt > 0 {
-			if attempt > maxBatchAttempts {
-				return nil, fail(op, errors.New("unprocessed keys after retries"))
-			}
-			if err := s.sleep(ctx, backoff(attempt)); err != nil {
-				return nil, fail(op, err)
-			}
-		}
+	err := retry.Do(ctx, batchRetry(), func(int) error {
 		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{
 				table: {Keys: pending, ConsistentRead: aws.Bool(true)},
 			},
 		})
 		if err != nil {
-			return nil, fail(op, err)
+			return err
 		}
 		for _, it := range res.Responses[table] {
 			d := decoder{it: it}
 			out[d.keyString()] = it
 		}
-		pending = res.UnprocessedKeys[table].Keys
+		if pending = res.UnprocessedKeys[table].Keys; len(pending) > 0 {
+			return errUnprocessed
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fail(op, err)
 	}
 	return out, nil
 }
 
 func keyID(pk, sk string) string { return pk + "/" + sk }
 
-// maxBatchAttempts bounds the retries of unprocessed batch items.
-const maxBatchAttempts = 8
+// errUnprocessed is the batch calls' reason to retry: DynamoDB handed items back
+// (throttling, or a response over its size limit), which is not an error of the call.
+var errUnprocessed = errors.New("batch items still unprocessed after retries")
 
-// backoff is the wait before retry attempt n (1-based) of unprocessed batch items:
-// exponential from 20 ms, capped at 1 s.
-func backoff(n int) time.Duration {
-	d := 20 * time.Millisecond << min(n-1, 6)
-	return min(d, time.Second)
+// batchRetry retries a batch call only for its unprocessed items: 8 retries, waiting
+// 20 ms doubling to at most 1 s. An error of the call itself is final, since the SDK
+// has already retried it.
+func batchRetry() retry.Policy {
+	return retry.Policy{
+		Attempts:  9,
+		Base:      20 * time.Millisecond,
+		Max:       time.Second,
+		Retryable: func(err error) bool { return errors.Is(err, errUnprocessed) },
+	}
 }
 
 // batchDelete deletes keys of the main table in BatchWriteItem calls of 25, retrying
@@ -433,22 +428,20 @@ func (s *Store) batchDelete(ctx context.Context, keys []item, op string) error {
 		for _, k := range keys[start:min(start+25, len(keys))] {
 			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
 		}
-		for attempt := 0; len(reqs) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt > maxBatchAttempts {
-					return fail(op, errors.New("unprocessed deletes after retries"))
-				}
-				if err := s.sleep(ctx, backoff(attempt)); err != nil {
-					return fail(op, err)
-				}
-			}
+		err := retry.Do(ctx, batchRetry(), func(int) error {
 			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 				RequestItems: map[string][]types.WriteRequest{s.table: reqs},
 			})
 			if err != nil {
-				return fail(op, err)
+				return err
 			}
-			reqs = out.UnprocessedItems[s.table]
+			if reqs = out.UnprocessedItems[s.table]; len(reqs) > 0 {
+				return errUnprocessed
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(op, err)
 		}
 	}
 	return nil

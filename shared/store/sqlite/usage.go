@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/retry"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -197,7 +198,8 @@ func signal(c chan struct{}) {
 func (s *Store) flushUsageLoop() {
 	u := &s.usage
 	defer close(u.done)
-	delay := usageFlushEvery
+	backoff := retry.Policy{Base: usageFlushEvery, Max: usageRetryMax}
+	failures := 0 // in a row
 	for {
 		if s.queuedUsage() == 0 {
 			select {
@@ -207,10 +209,10 @@ func (s *Store) flushUsageLoop() {
 			}
 		}
 		full := u.full
-		if delay > usageFlushEvery {
+		if failures > 0 {
 			full = nil // retrying: a full queue must not turn the backoff into a spin
 		}
-		t := time.NewTimer(delay)
+		t := time.NewTimer(backoff.Delay(failures + 1))
 		select {
 		case <-u.stop:
 			t.Stop()
@@ -220,12 +222,12 @@ func (s *Store) flushUsageLoop() {
 		}
 		t.Stop()
 		if err := s.FlushUsage(context.Background()); err != nil {
-			delay = min(2*delay, usageRetryMax)
+			failures++
 			s.log.Warn("sqlite: usage flush failed; increments kept for a retry",
-				"increments", s.queuedUsage(), "retry_in", delay, "err", err)
+				"increments", s.queuedUsage(), "retry_in", backoff.Delay(failures+1), "err", err)
 			continue
 		}
-		delay = usageFlushEvery
+		failures = 0
 	}
 }
 

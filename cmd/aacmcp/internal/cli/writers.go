@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/retry"
 )
 
 // The writers socket: the server's side (writersListener) and an admin command's
@@ -79,7 +81,8 @@ func serveWriters(ln net.Listener, st externalWriter, log *slog.Logger) *writers
 
 func (w *writersListener) accept() {
 	defer w.wg.Done()
-	var delay time.Duration
+	backoff := retry.Policy{Base: 5 * time.Millisecond, Max: time.Second}
+	failures := 0 // in a row
 	for {
 		c, err := w.ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -89,20 +92,17 @@ func (w *writersListener) accept() {
 			// Out of descriptors and the like: wait and try again, as net/http does.
 			// Giving up would leave every admin command waiting for an answer that
 			// never comes, until the server restarts.
-			if delay == 0 {
-				delay = 5 * time.Millisecond
+			if failures++; failures == 1 {
 				w.log.Warn("accept on the writers socket failed; retrying", "err", err)
-			} else {
-				delay = min(2*delay, time.Second)
 			}
 			select {
 			case <-w.done:
 				return
-			case <-time.After(delay):
+			case <-time.After(backoff.Delay(failures)):
 			}
 			continue
 		}
-		delay = 0
+		failures = 0
 		w.mu.Lock()
 		if w.conns == nil { // closing
 			w.mu.Unlock()
