@@ -15,6 +15,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
 )
@@ -55,6 +56,11 @@ type toolCallParams struct {
 	Name      string                     `json:"name"`
 	Arguments json.RawMessage            `json:"arguments"`
 	Meta      map[string]json.RawMessage `json:"_meta"`
+	// The MRTR retry's members (2026-07-28, SEP-2322), handed to the guard
+	// verbatim: the state is sealed and the answers are decoded there, in one
+	// place for every transport.
+	RequestState   string          `json:"requestState"`
+	InputResponses json.RawMessage `json:"inputResponses"`
 }
 
 type rpcError struct {
@@ -164,6 +170,23 @@ func clientInfo(meta map[string]json.RawMessage) (name, version string) {
 	return impl.Name, impl.Version
 }
 
+// canElicitForm reports whether a request's _meta declares form elicitation in
+// its client capabilities. From 2026-07-28 there is no initialize handshake, so
+// each request says what its client can do; "elicitation": {} with neither mode
+// named means form, as the spec keeps it for clients older than the modes.
+func canElicitForm(meta map[string]json.RawMessage) bool {
+	raw, ok := meta[mcp.MetaKeyClientCapabilities]
+	if !ok {
+		return false
+	}
+	var caps mcp.ClientCapabilities
+	if json.Unmarshal(raw, &caps) != nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
 func metaString(meta map[string]json.RawMessage, key string) string {
 	var s string
 	if raw, ok := meta[key]; ok && json.Unmarshal(raw, &s) == nil {
@@ -210,6 +233,14 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		req.ClientName, req.ClientVersion = clientInfo(tc.Meta)
 		if req.ProtocolVersion == "" {
 			req.ProtocolVersion = metaString(tc.Meta, mcp.MetaKeyProtocolVersion)
+		}
+		if mcp.IsModernProtocol(req.ProtocolVersion) {
+			// Only 2026-07-28 can carry an input_required result back; older
+			// revisions keep the flag behaviour whatever their _meta says.
+			// checkProtocol refuses the call below if header and body disagree.
+			req.CanElicit = canElicitForm(tc.Meta)
+			req.RequestState = tc.RequestState
+			req.InputResponses = tc.InputResponses
 		}
 		st.call = &req
 	}
@@ -288,6 +319,16 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 		writeJSON(w, status, rpcErrorResponse(env.ID, rpcCodeFor(e.Code), e.Message, e.Body()))
 		return
 	}
+	var id mcp.RequestId
+	if len(env.ID) > 0 && json.Unmarshal(env.ID, &id) != nil {
+		id = mcp.RequestId{}
+	}
+	if ir := res.InputRequired; ir != nil {
+		// Only a 2026-07-28 request sets CanElicit, so this answer never goes
+		// to a client that could not read it.
+		writeJSON(w, http.StatusOK, inputRequiredResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: h.inputRequiredResult(ir)})
+		return
+	}
 	result := toolResult(res)
 	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// What mcp-go stamps on every 2026-07-28 result (server.decorateResult);
@@ -295,11 +336,32 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 		result.ResultType = mcp.ResultTypeComplete
 		result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
 	}
-	var id mcp.RequestId
-	if len(env.ID) > 0 && json.Unmarshal(env.ID, &id) != nil {
-		id = mcp.RequestId{}
-	}
 	writeJSON(w, http.StatusOK, toolCallResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: wireResult(result)})
+}
+
+// inputRequiredResponse answers a destructive tools/call that a person must
+// confirm first (MRTR, 2026-07-28): the form to show them and the sealed state
+// the client echoes on its retry.
+type inputRequiredResponse struct {
+	JSONRPC string                   `json:"jsonrpc"`
+	ID      mcp.RequestId            `json:"id"`
+	Result  *mcp.InputRequiredResult `json:"result"`
+}
+
+// inputRequiredResult builds the input_required result with mcp-go's builder,
+// so the wire shape is the one its client (and the spec's schema) reads, and
+// stamps the serverInfo every 2026-07-28 result carries. It is an
+// InputRequiredResult rather than a CallToolResult: the latter's encoding would
+// add an empty content array that the spec's input_required shape has not.
+func (h *handler) inputRequiredResult(ir *guard.InputRequired) *mcp.InputRequiredResult {
+	tr := server.NewInputRequestBuilder(ir.State).Elicit(confirm.ElicitationID, mcp.ElicitationParams{
+		Mode:            mcp.ElicitationModeForm,
+		Message:         ir.Question.Message,
+		RequestedSchema: ir.Question.Schema,
+	}).ToolResult()
+	out := &mcp.InputRequiredResult{Result: tr.Result, MultiRoundTripResult: tr.MultiRoundTripResult}
+	out.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
+	return out
 }
 
 // toolCallResponse is the JSON-RPC response to a tools/call. Its result is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
@@ -40,6 +41,12 @@ type Deps struct {
 	// Manager). Empty: a random digest key per instance, so digests are comparable
 	// within one instance only, and unsigned cursors; for tests and emulators.
 	HMACKey []byte
+	// ConfirmKeys seal the requestState of a destructive call a person must
+	// confirm (FromEnv reads them from Secrets Manager). Nil: a random key per
+	// instance, so a retry that reaches another instance is refused as
+	// confirmation_invalid and the person is asked again; for tests and the
+	// local gateway, which runs one instance.
+	ConfirmKeys *confirm.Keyring
 }
 
 // Build wires the function from its validated configuration.
@@ -83,6 +90,16 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		// caller's workspace and query.
 		log.Warn("no audit HMAC key; args_hmac and idempotency_key_hmac are keyed per instance, list cursors are unsigned")
 	}
+	keys := d.ConfirmKeys
+	if keys == nil {
+		// Not flag-only: a workspace on require would then accept a bare
+		// confirm: true. A per-instance key never lets a call through that
+		// the policy would refuse; at worst the person is asked twice.
+		if keys, err = confirm.EphemeralKeyring(); err != nil {
+			return nil, err
+		}
+		log.Warn("no confirmation key (" + confirm.EnvKeyARN + "); requestState is sealed per instance, and a retry reaching another instance is refused")
+	}
 	st := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	g := guard.New(guard.Config{
@@ -93,6 +110,9 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		Now:     d.Now,
 		Logger:  log,
 		HMAC:    digester,
+		// Both or neither: the guard keeps every workspace on flag without them.
+		Confirmations: st,
+		Keyring:       keys,
 	})
 	// The input schemas are not compiled here: each compiles on its tool's first
 	// call (guard.toolSchema), which keeps about 2 ms of metaschema validation out of

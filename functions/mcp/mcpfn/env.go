@@ -2,6 +2,7 @@ package mcpfn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,8 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
@@ -32,6 +35,10 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 			return nil, env.Logger, err
 		}
 	}
+	keys, err := ConfirmKeys(ctx, sm, getenv)
+	if err != nil {
+		return nil, env.Logger, err
+	}
 	fn, err := Build(ctx, env.Config, Deps{
 		DB:      dynamodb.NewFromConfig(env.AWS),
 		Audit:   env.Audit,
@@ -39,6 +46,8 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		Stdout:  stdout,
 		Logger:  env.Logger,
 		HMACKey: key,
+		// nil when neither variable is set: Build seals per instance and says so.
+		ConfirmKeys: keys,
 	})
 	return fn, env.Logger, err
 }
@@ -69,4 +78,43 @@ func HMACKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
 		return nil, fmt.Errorf("the audit HMAC key secret: %w", err)
 	}
 	return key, nil
+}
+
+// ConfirmKeys loads the keyring that seals confirmation requestState:
+// AACMCP_CONFIRM_KEY_ARN names a Secrets Manager secret (a base64 32-byte key,
+// AWSPREVIOUS still opening states sealed before a rotation), and
+// AACMCP_CONFIRM_KEY_EPHEMERAL=true is the emulators' explicit opt-in to a key
+// of the instance's own. Neither: nil, and Build falls back to a per-instance
+// key with a warning rather than refusing to start, because the stack does not
+// provision the secret yet and the fallback never weakens a workspace policy.
+func ConfirmKeys(ctx context.Context, sm SecretsAPI, getenv func(string) string) (*confirm.Keyring, error) {
+	arn := strings.TrimSpace(getenv(confirm.EnvKeyARN))
+	switch {
+	case arn != "":
+		keys, err := confirm.SecretsKeyring(ctx, secretStage(sm, arn))
+		if err != nil {
+			return nil, fmt.Errorf("the confirmation key secret %s: %w", confirm.EnvKeyARN, err)
+		}
+		return keys, nil
+	case getenv(confirm.EnvKeyEphemeral) == "true":
+		return confirm.EphemeralKeyring()
+	}
+	return nil, nil
+}
+
+// secretStage adapts Secrets Manager to confirm.SecretSource: one version stage
+// of the secret's string. A stage the secret does not have (AWSPREVIOUS before
+// the first rotation) is ok == false, not an error.
+func secretStage(sm SecretsAPI, arn string) confirm.SecretSource {
+	return func(ctx context.Context, stage string) (string, bool, error) {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String(stage)})
+		var nf *smtypes.ResourceNotFoundException
+		switch {
+		case errors.As(err, &nf):
+			return "", false, nil
+		case err != nil:
+			return "", false, err
+		}
+		return aws.ToString(out.SecretString), true, nil
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
@@ -230,6 +231,8 @@ func (e *Env) Environ() []string {
 		// No Secrets Manager emulator exists here for the audit HMAC key: the MCP
 		// function's explicit opt-in to a per-instance key.
 		mcpfn.EnvHMACKeyEphemeral + "=true",
+		// Nor for the confirmation key: each function instance seals its own.
+		confirm.EnvKeyEphemeral + "=true",
 	}
 	for _, k := range []string{lambdaenv.EnvTable, lambdaenv.EnvTokensTable, lambdaenv.EnvAuditStream, lambdaenv.EnvRateLimit, lambdaenv.EnvAuthFailLimit} {
 		env = append(env, k+"="+e.Getenv(k))

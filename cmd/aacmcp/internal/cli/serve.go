@@ -22,6 +22,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
@@ -233,8 +234,16 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		return err
 	}
 
+	// The key sealing confirmation requestState: made once per data folder (0600),
+	// so a person's answer still opens after a restart within its lifetime.
+	confirmKeys, err := confirm.LocalKeyring(g.dataDir)
+	if err != nil {
+		return err
+	}
+
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
-	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester}
+	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester,
+		Confirmations: st, Keyring: confirmKeys}
 	if rate != nil {
 		gcfg.Limiter = ratelimit.New(st, *rate)
 	}

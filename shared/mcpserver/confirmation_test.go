@@ -1,0 +1,315 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
+	"github.com/aacworkflow/aacmcp/shared/guard"
+	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
+	"github.com/aacworkflow/aacmcp/shared/mcpserver"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// withConfirmation turns the workspace policy step on, as serve and the Lambda do.
+func withConfirmation(t testing.TB) option {
+	t.Helper()
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(_ *mcpserver.Config, g *guard.Config) {
+		g.Keyring = keys
+		g.Confirmations = g.Store.(store.Confirmations)
+	}
+}
+
+// person is an elicitation handler that answers every form the way it is told
+// and remembers what it was asked.
+type person struct {
+	action mcp.ElicitationResponseAction
+	typed  func(message string) string
+	mu     sync.Mutex
+	asked  []mcp.ElicitationParams
+}
+
+func (p *person) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	p.mu.Lock()
+	p.asked = append(p.asked, req.Params)
+	p.mu.Unlock()
+	res := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: p.action}}
+	if p.action == mcp.ElicitationResponseActionAccept {
+		res.Content = map[string]any{confirm.Field: p.typed(req.Params.Message)}
+	}
+	return res, nil
+}
+
+// modernClient is the mcp-go client at 2026-07-28 (server/discover, no
+// initialize) with an elicitation handler, which makes it declare elicitation in
+// every request's client capabilities and fulfil input_required itself.
+func modernClient(t *testing.T, url, secret string, h client.ElicitationHandler) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url+"/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_PROTOCOL_VERSION)}
+	if h != nil {
+		opts = append(opts, client.WithElicitationHandler(h))
+	}
+	c := client.NewClient(tr, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "confirm-test", Version: "1.0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.ProtocolVersion(); v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	return c
+}
+
+func TestHumanConfirmationMCPGoClient(t *testing.T) {
+	if mcp.LATEST_PROTOCOL_VERSION != "2026-07-28" {
+		t.Fatalf("mcp-go's latest revision is %s; this test pins 2026-07-28", mcp.LATEST_PROTOCOL_VERSION)
+	}
+	s := newServer(t, withConfirmation(t))
+	ctx := context.Background()
+	if err := s.w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+	typeKey := func(key string) func(string) string { return func(string) string { return key } }
+
+	cases := []struct {
+		name    string
+		who     *person
+		deleted bool
+		code    string
+	}{
+		{"accepted", &person{action: mcp.ElicitationResponseActionAccept}, true, ""},
+		{"declined", &person{action: mcp.ElicitationResponseActionDecline}, false, "confirmation_declined"},
+		{"cancelled", &person{action: mcp.ElicitationResponseActionCancel}, false, "confirmation_declined"},
+		{"wrong key", &person{action: mcp.ElicitationResponseActionAccept, typed: typeKey("ACME-0")}, false, "confirmation_declined"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			is, err := s.w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed\x1b[31m", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.who.typed == nil {
+				tc.who.typed = typeKey(is.Key)
+			}
+			c := modernClient(t, s.url, s.admin, tc.who)
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "delete_issue"
+			req.Params.Arguments = map[string]any{"issue_id": is.ID, "confirm": true}
+			res, err := c.CallTool(ctx, req)
+			if err != nil {
+				t.Fatalf("delete_issue: %v", err)
+			}
+
+			if len(tc.who.asked) != 1 {
+				t.Fatalf("the person was asked %d times, want 1", len(tc.who.asked))
+			}
+			q := tc.who.asked[0]
+			if !strings.Contains(q.Message, is.Key) || strings.Contains(q.Message, "\x1b") {
+				t.Errorf("question %q: want the issue key and no control characters", q.Message)
+			}
+			if q.Mode != "" && q.Mode != mcp.ElicitationModeForm {
+				t.Errorf("mode %q, want form", q.Mode)
+			}
+
+			_, gerr := s.w.Store.GetIssue(ctx, gt.WS, is.ID)
+			if exists := gerr == nil; exists == tc.deleted {
+				t.Fatalf("issue exists %v after %s (get: %v)", exists, tc.name, gerr)
+			}
+			if tc.deleted && apperr.As(gerr).Code != apperr.NotFound {
+				t.Fatalf("get after delete: %v", gerr)
+			}
+			if res.IsError != (tc.code != "") {
+				t.Fatalf("isError %v: %s", res.IsError, resultText(res))
+			}
+			if tc.code != "" {
+				var body struct{ Code string }
+				if err := json.Unmarshal([]byte(resultText(res)), &body); err != nil || body.Code != tc.code {
+					t.Fatalf("code %q (%v), want %s: %s", body.Code, err, tc.code, resultText(res))
+				}
+			}
+		})
+	}
+
+	t.Run("no elicitation handler is flag", func(t *testing.T) {
+		is, err := s.w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Flagged", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := modernClient(t, s.url, s.admin, nil)
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "delete_issue"
+		req.Params.Arguments = map[string]any{"issue_id": is.ID, "confirm": true}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("delete_issue: %v %s", err, resultText(res))
+		}
+		if _, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID); err == nil || apperr.As(err).Code != apperr.NotFound {
+			t.Fatalf("issue still there: %v", err)
+		}
+	})
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestHumanConfirmationWire drives the exchange by hand: the input_required
+// shape on the wire, and which requests may be asked at all.
+func TestHumanConfirmationWire(t *testing.T) {
+	s := newServer(t, withConfirmation(t))
+	ctx := context.Background()
+	if err := s.w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+	const modern = "2026-07-28"
+	body := func(version, issueID, caps, extra string) string {
+		m := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `"`
+		if caps != "" {
+			m += `,"io.modelcontextprotocol/clientCapabilities":` + caps
+		}
+		m += `}`
+		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"delete_issue","arguments":{"issue_id":"` +
+			issueID + `","confirm":true},` + m + extra + `}}`
+	}
+	headers := func(version string) []string {
+		return []string{"MCP-Protocol-Version: " + version, "Mcp-Method: tools/call", "Mcp-Name: delete_issue"}
+	}
+	fresh := func(t *testing.T) store.Issue {
+		is, err := s.w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	gone := func(t *testing.T, is store.Issue) bool {
+		_, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID)
+		return err != nil && apperr.As(err).Code == apperr.NotFound
+	}
+
+	t.Run("input_required then accepted", func(t *testing.T) {
+		is := fresh(t)
+		r := s.do(t, "POST", "/mcp", s.admin, body(modern, is.ID, `{"elicitation":{"form":{}}}`, ""), headers(modern)...)
+		var first struct {
+			Result map[string]json.RawMessage `json:"result"`
+		}
+		r.json(t, &first)
+		if r.status != 200 || string(first.Result["resultType"]) != `"input_required"` {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if _, ok := first.Result["content"]; ok {
+			t.Errorf("input_required result carries content: %s", r.body)
+		}
+		var ask struct {
+			Method string `json:"method"`
+			Params struct {
+				Mode            string         `json:"mode"`
+				Message         string         `json:"message"`
+				RequestedSchema map[string]any `json:"requestedSchema"`
+			} `json:"params"`
+		}
+		var reqs map[string]json.RawMessage
+		if err := json.Unmarshal(first.Result["inputRequests"], &reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(reqs[confirm.ElicitationID], &ask); err != nil {
+			t.Fatal(err)
+		}
+		if ask.Method != "elicitation/create" || ask.Params.Mode != "form" || !strings.Contains(ask.Params.Message, is.Key) || ask.Params.RequestedSchema["required"] == nil {
+			t.Fatalf("input request %s", reqs[confirm.ElicitationID])
+		}
+		var state string
+		if err := json.Unmarshal(first.Result["requestState"], &state); err != nil || state == "" {
+			t.Fatalf("requestState %s", first.Result["requestState"])
+		}
+		if gone(t, is) {
+			t.Fatal("deleted before the person answered")
+		}
+		answer := `,"requestState":` + strconvQuote(state) + `,"inputResponses":{"` + confirm.ElicitationID +
+			`":{"action":"accept","content":{"` + confirm.Field + `":"` + is.Key + `"}}}`
+		r = s.do(t, "POST", "/mcp", s.admin, body(modern, is.ID, `{"elicitation":{}}`, answer), headers(modern)...)
+		var second struct {
+			Result struct {
+				ResultType string `json:"resultType"`
+				IsError    bool   `json:"isError"`
+			} `json:"result"`
+		}
+		r.json(t, &second)
+		if second.Result.ResultType != "complete" || second.Result.IsError || !gone(t, is) {
+			t.Fatalf("retry: %s", r.body)
+		}
+		// The client retries its retry: the nonce is spent.
+		r = s.do(t, "POST", "/mcp", s.admin, body(modern, is.ID, `{"elicitation":{}}`, answer), headers(modern)...)
+		if !strings.Contains(string(r.body), `"isError":true`) {
+			t.Fatalf("replayed retry: %s", r.body)
+		}
+	})
+
+	// Each of these cannot carry an input_required result back (or says it cannot
+	// show a form), so the elicit policy keeps the flag behaviour: deleted at once.
+	flag := []struct {
+		name, version, caps string
+	}{
+		{"2025-11-25 with capabilities in _meta", "2025-11-25", `{"elicitation":{}}`},
+		{"2026-07-28 without elicitation", modern, `{}`},
+		{"2026-07-28 url elicitation only", modern, `{"elicitation":{"url":{}}}`},
+		{"2026-07-28 malformed capabilities", modern, `"form"`},
+	}
+	for _, tc := range flag {
+		t.Run(tc.name, func(t *testing.T) {
+			is := fresh(t)
+			hs := headers(tc.version)
+			if !strings.HasPrefix(tc.version, "2026") {
+				hs = []string{"MCP-Protocol-Version: " + tc.version}
+			}
+			r := s.do(t, "POST", "/mcp", s.admin, body(tc.version, is.ID, tc.caps, ""), hs...)
+			if r.status != 200 || strings.Contains(string(r.body), "input_required") || !gone(t, is) {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+		})
+	}
+
+	t.Run("REST is never asked", func(t *testing.T) {
+		is := fresh(t)
+		r := s.do(t, "POST", "/tools/delete_issue", s.admin, `{"issue_id":"`+is.ID+`","confirm":true}`)
+		if r.status != 200 || !gone(t, is) {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
