@@ -192,4 +192,3 @@ func TestIsLocalEndpoint(t *testing.T) {
 		}
 	}
 }
-
