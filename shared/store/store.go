@@ -16,6 +16,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 // Reader is every read the tools need.
@@ -330,6 +332,27 @@ type UsageIncrement struct {
 	Tool        string
 	Outcome     string // "success", "denied", "error"
 	EventID     string // the audit event id; lets a backend drop a retried duplicate
+}
+
+// Counts validates u the way every backend must (a workspace, a YYYY-MM-DD date, a
+// known outcome) and returns what it adds to the day's denied and error counters;
+// the call counter always grows by one.
+func (u UsageIncrement) Counts() (denied, errs int64, err error) {
+	if u.WorkspaceID == "" {
+		return 0, 0, apperr.New(apperr.InvalidArguments, "usage needs a workspace")
+	}
+	if _, err := time.Parse(time.DateOnly, u.Date); err != nil {
+		return 0, 0, apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
+	}
+	switch apperr.Outcome(u.Outcome) {
+	case apperr.OutcomeSuccess:
+		return 0, 0, nil
+	case apperr.OutcomeDenied:
+		return 1, 0, nil
+	case apperr.OutcomeError:
+		return 0, 1, nil
+	}
+	return 0, 0, apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
 }
 
 // IdempotencyKey identifies one idempotency record: per workspace, user and tool.

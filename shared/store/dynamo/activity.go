@@ -143,21 +143,12 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	if err := checkWS(u.WorkspaceID); err != nil {
 		return apperr.New(apperr.InvalidArguments, "usage needs a valid workspace")
 	}
-	if _, err := time.Parse(time.DateOnly, u.Date); err != nil {
-		return apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
-	}
 	if !validPart(u.Tool) {
 		return apperr.New(apperr.InvalidArguments, "usage needs a tool name without '#'")
 	}
-	var denied, errs int64
-	switch apperr.Outcome(u.Outcome) {
-	case apperr.OutcomeSuccess:
-	case apperr.OutcomeDenied:
-		denied = 1
-	case apperr.OutcomeError:
-		errs = 1
-	default:
-		return apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
+	denied, errs, err := u.Counts()
+	if err != nil {
+		return err
 	}
 	ev := u.EventID
 	if ev == "" {
@@ -166,7 +157,7 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 		return apperr.New(apperr.InvalidArguments, "usage event id must not contain '#'")
 	}
 	k := key(usagePK(u.WorkspaceID), usageSK(u.Date, u.Tool))
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      k,
 		UpdateExpression:         aws.String("SET #date = :date, tool = :tool ADD calls :one, denied :dn, #errors :er, evs :evs"),

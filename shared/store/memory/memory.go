@@ -383,21 +383,9 @@ func validDate(d string) bool {
 }
 
 func (s *Store) UpdateUsage(_ context.Context, u store.UsageIncrement) error {
-	if u.WorkspaceID == "" {
-		return apperr.New(apperr.InvalidArguments, "usage needs a workspace")
-	}
-	if !validDate(u.Date) {
-		return apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
-	}
-	var denied, errs int64
-	switch apperr.Outcome(u.Outcome) {
-	case apperr.OutcomeSuccess:
-	case apperr.OutcomeDenied:
-		denied = 1
-	case apperr.OutcomeError:
-		errs = 1
-	default:
-		return apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
+	denied, errs, err := u.Counts()
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

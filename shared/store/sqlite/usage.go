@@ -83,23 +83,11 @@ type pendingUsage struct {
 // newPendingUsage validates u, as UpdateUsage always has, so that a bad increment
 // is refused to its caller instead of failing a whole flush later.
 func newPendingUsage(u store.UsageIncrement) (pendingUsage, error) {
-	if u.WorkspaceID == "" {
-		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage needs a workspace")
+	denied, errs, err := u.Counts()
+	if err != nil {
+		return pendingUsage{}, err
 	}
-	if !validDate(u.Date) {
-		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
-	}
-	p := pendingUsage{u: u}
-	switch apperr.Outcome(u.Outcome) {
-	case apperr.OutcomeSuccess:
-	case apperr.OutcomeDenied:
-		p.denied = 1
-	case apperr.OutcomeError:
-		p.errs = 1
-	default:
-		return pendingUsage{}, apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
-	}
-	return p, nil
+	return pendingUsage{u: u, denied: int(denied), errs: int(errs)}, nil
 }
 
 // startUsage makes sure the watermark row exists and starts the flusher. A new
