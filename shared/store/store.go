@@ -316,6 +316,27 @@ type AutopilotRun struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
+// WithDefaults fills what a new run may leave empty, as every backend stores it: an
+// id, the queued status, the creation time (now) and the update time (the creation
+// time), all in UTC.
+func (r AutopilotRun) WithDefaults(now time.Time) AutopilotRun {
+	if r.ID == "" {
+		r.ID = NewULID()
+	}
+	if r.Status == "" {
+		r.Status = RunQueued
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	return r
+}
+
 // UsageRow is one day's counters of one tool.
 type UsageRow struct {
 	Date   string `json:"date"`

@@ -331,19 +331,10 @@ func (s *Store) UpdateTokenRevoked(_ context.Context, tokenID string, at time.Ti
 // ---- autopilot runs ----
 
 func (s *Store) CreateAutopilotRun(_ context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
-	if r.ID == "" {
-		r.ID = store.NewULID()
-	} else if len(r.ID) > maxCallerID {
+	if len(r.ID) > maxCallerID {
 		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id is too long")
 	}
-	if r.Status == "" {
-		r.Status = store.RunQueued
-	}
-	r.CreatedAt = s.orNow(r.CreatedAt)
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = r.CreatedAt
-	}
-	r.UpdatedAt = r.UpdatedAt.UTC()
+	r = r.WithDefaults(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, is, err := s.issue(ws, r.IssueID)

@@ -12,19 +12,10 @@ import (
 // CreateAutopilotRun implements store.Writer. r.IssueID may be an id or a key; the
 // stored run carries the issue's id and key. Empty ID, Status and times are filled in.
 func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
-	if r.ID == "" {
-		r.ID = store.NewULID()
-	} else if len(r.ID) > maxCallerID {
+	if len(r.ID) > maxCallerID {
 		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id is too long")
 	}
-	if r.Status == "" {
-		r.Status = store.RunQueued
-	}
-	r.CreatedAt = s.orNow(r.CreatedAt)
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = r.CreatedAt
-	}
-	r.UpdatedAt = r.UpdatedAt.UTC()
+	r = r.WithDefaults(s.now())
 	err := s.write(ctx, func(x q) error {
 		is, _, err := getIssue(x, ws, r.IssueID)
 		if err != nil {
