@@ -61,19 +61,20 @@ func callCreateIssue(t *testing.T, mcpURL string) *http.Response {
 // TestStepUpChallengeReachesClient is issue 13 item 2: through the stand-in of the
 // deployed API (stage URL, headers remapped as API Gateway REST does), a client
 // sees the 403 challenge only through the front door (CloudFront with the
-// origin-response function); on the bare execute-api URL it arrives renamed, as in
-// production, and the client has nothing to step up from.
+// origin-response function, serving the stage at its root); on the bare
+// execute-api URL it arrives renamed, as in production, and the client has nothing
+// to step up from.
 func TestStepUpChallengeReachesClient(t *testing.T) {
 	stage := func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true }
 	t.Run("front door", func(t *testing.T) {
-		url, _ := startWith(t, stage, gateway.FrontDoor)
-		resp := callCreateIssue(t, url+"/prod/mcp")
+		url, _ := startWith(t, stage, true)
+		resp := callCreateIssue(t, url+"/mcp")
 		params, ok := stepUpChallenge(resp)
 		if !ok {
 			t.Fatalf("the client sees no step-up challenge: status %d, WWW-Authenticate %q (X-Amzn-Remapped-WWW-Authenticate %q)",
 				resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"))
 		}
-		if params["scope"] != "issues:write" || params["resource_metadata"] != url+"/prod/.well-known/oauth-protected-resource/mcp" {
+		if params["scope"] != "issues:write" || params["resource_metadata"] != url+"/.well-known/oauth-protected-resource/mcp" {
 			t.Errorf("challenge parameters %v", params)
 		}
 		if rm := resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate"); rm != "" {
@@ -81,7 +82,7 @@ func TestStepUpChallengeReachesClient(t *testing.T) {
 		}
 	})
 	t.Run("bare execute-api URL", func(t *testing.T) {
-		url, _ := startWith(t, stage, func(h http.Handler) http.Handler { return h })
+		url, _ := startWith(t, stage, false)
 		resp := callCreateIssue(t, url+"/prod/mcp")
 		if _, ok := stepUpChallenge(resp); ok {
 			t.Fatal("the stand-in delivers the function's challenge, which API Gateway REST does not")
@@ -95,8 +96,7 @@ func TestStepUpChallengeReachesClient(t *testing.T) {
 // TestStagePath: under a stage, paths outside it get the execute-api host's own
 // 403, which no gateway response changes; the API answers inside it.
 func TestStagePath(t *testing.T) {
-	url, authz := startWith(t, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true },
-		func(h http.Handler) http.Handler { return h })
+	url, authz := startWith(t, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true }, false)
 	for _, tt := range []struct {
 		path       string
 		wantStatus int

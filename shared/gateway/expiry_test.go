@@ -33,7 +33,7 @@ func (c *clock) advance(d time.Duration) {
 // checks it. The clock is moved, never slept on.
 func TestExpiryInsideAuthorizerCache(t *testing.T) {
 	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
-	url, authz := startClocked(t, clk.now, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true }, gateway.FrontDoor)
+	url, authz := startClocked(t, clk.now, func(c *gateway.Config) { c.Stage, c.StageInPath = "prod", true }, true)
 
 	secret, hash, err := auth.MintWithPrefix(auth.AccessTokenPrefix)
 	if err != nil {
@@ -47,7 +47,7 @@ func TestExpiryInsideAuthorizerCache(t *testing.T) {
 	}
 	get := func() *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url+"/prod/tools/get_issue", strings.NewReader(`{"issue_id":"`+lambdatest.IssueMain+`"}`))
+		req, _ := http.NewRequest(http.MethodPost, url+"/tools/get_issue", strings.NewReader(`{"issue_id":"`+lambdatest.IssueMain+`"}`))
 		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)

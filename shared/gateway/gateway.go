@@ -19,7 +19,8 @@
 //     context and stage "local", the MCP function is invoked, and its proxy response
 //     is written back with the headers API Gateway REST renames (WWW-Authenticate
 //     among them) renamed to X-Amzn-Remapped-<name>, as in AWS. FrontDoor models
-//     the front door that gives clients their challenge back (docs/decisions.md).
+//     the CloudFront distribution that gives clients their challenge back and
+//     serves the stage at its root (docs/decisions.md).
 //
 // The caller does the listening (bind 127.0.0.1): New returns an http.Handler.
 package gateway
@@ -81,6 +82,11 @@ type Config struct {
 	// does; false serves it at the root, as a custom domain whose base path mapping
 	// is empty does.
 	StageInPath bool
+	// PublicURL is the base URL clients use (scheme://host[/base]), as the stack
+	// writes it into its gateway responses' challenges: the distribution's root
+	// behind the front door. "" derives it per request from Host and the stage,
+	// which is what the stack's static value is on the API's own URL.
+	PublicURL string
 	// CacheTTL is the authorizer result cache TTL: 0 means DefaultCacheTTL, negative
 	// turns caching off.
 	CacheTTL time.Duration
@@ -285,11 +291,15 @@ func (g *gateway) unauthorized(w http.ResponseWriter, r *http.Request, x *exchan
 // with a static challenge (extra is what follows the pointer). API Gateway sets
 // these headers itself, so they reach the client under their own name.
 func (g *gateway) challenge(w http.ResponseWriter, r *http.Request, extra string) int {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+	base := strings.TrimRight(g.cfg.PublicURL, "/")
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host + g.fullPath("")
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+scheme+"://"+r.Host+g.fullPath("/.well-known/oauth-protected-resource/mcp")+`"`+extra)
+	w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+base+`/.well-known/oauth-protected-resource/mcp"`+extra)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	b, _ := json.Marshal(apperr.New(apperr.InvalidToken, auth.PublicMessage).Body())
@@ -370,7 +380,13 @@ func (g *gateway) proxyEvent(r *http.Request, rt route, params map[string]string
 	if r.TLS != nil {
 		headers.Set("X-Forwarded-Proto", "https")
 	}
-	headers.Set("X-Forwarded-For", ip)
+	// API Gateway appends the address it saw to what came before it (the viewer's
+	// address, which the front door put there).
+	if prior := strings.Join(headers.Values("X-Forwarded-For"), ", "); prior != "" {
+		headers.Set("X-Forwarded-For", prior+", "+ip)
+	} else {
+		headers.Set("X-Forwarded-For", ip)
+	}
 	headers.Set("Host", r.Host)
 	ev := events.APIGatewayProxyRequest{
 		Resource:                        rt.resource,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -31,33 +32,36 @@ var env *lambdatest.Env
 
 func TestMain(m *testing.M) { lambdatest.Main(m, &env) }
 
-// counting counts invocations of a function.
+// counting counts invocations of a function and keeps the last event.
 type counting struct {
 	next gateway.Invoker
 	n    atomic.Int64
+	last atomic.Pointer[[]byte]
 }
 
 func (c *counting) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	c.n.Add(1)
+	c.last.Store(&payload)
 	return c.next.Invoke(ctx, payload)
 }
 
 // start wires the real functions in process behind the gateway on 127.0.0.1.
 func start(t *testing.T) (url string, authz *counting) {
 	t.Helper()
-	return startWith(t, func(*gateway.Config) {}, func(h http.Handler) http.Handler { return h })
+	return startWith(t, func(*gateway.Config) {}, false)
 }
 
-// startWith is start with the gateway's configuration adjusted and its handler
-// wrapped (by a front door).
-func startWith(t *testing.T, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
+// startWith is start with the gateway's configuration adjusted and, with
+// frontDoor, the CloudFront distribution in front: then url is the distribution's
+// root, which is also the functions' public URL, as in the stack.
+func startWith(t *testing.T, configure func(*gateway.Config), frontDoor bool) (url string, authz *counting) {
 	t.Helper()
-	return startClocked(t, nil, configure, wrap)
+	return startClocked(t, nil, configure, frontDoor)
 }
 
 // startClocked is startWith with one clock for the gateway (its authorizer cache)
 // and both functions; nil is the real clock.
-func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Config), wrap func(http.Handler) http.Handler) (url string, authz *counting) {
+func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Config), frontDoor bool) (url string, authz *counting) {
 	t.Helper()
 	ctx := context.Background()
 	if err := env.Fresh(ctx); err != nil {
@@ -66,6 +70,13 @@ func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Co
 	cfg, err := env.Config()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var fd *httptest.Server
+	if frontDoor {
+		// Listening first: the distribution's URL is the functions' public URL.
+		fd = httptest.NewUnstartedServer(nil)
+		t.Cleanup(fd.Close)
+		cfg.PublicURL = "http://" + fd.Listener.Addr().String()
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	sink := env.Sink()
@@ -87,9 +98,23 @@ func startClocked(t *testing.T, now func() time.Time, configure func(*gateway.Co
 		Now:        now,
 	}
 	configure(&gc)
-	srv := httptest.NewServer(wrap(gateway.New(gc)))
+	gc.PublicURL = cfg.PublicURL
+	srv := httptest.NewServer(gateway.New(gc))
 	t.Cleanup(srv.Close)
-	return srv.URL, authz
+	if fd == nil {
+		return srv.URL, authz
+	}
+	origin, err := neturl.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := gateway.Distribution{Origin: origin, Logger: quiet}
+	if gc.StageInPath {
+		d.OriginPath = "/" + gc.Stage
+	}
+	fd.Config.Handler = gateway.FrontDoor(d)
+	fd.Start()
+	return fd.URL, authz
 }
 
 func mcpClient(t *testing.T, url, secret string) *client.Client {

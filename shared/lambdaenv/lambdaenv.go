@@ -61,7 +61,12 @@ type Config struct {
 	AuthFailLimit        ratelimit.Rate
 	AllowedOrigins       []string
 	AuthorizationServers []string
-	LogLevel             slog.Level
+	// PublicURL is the base URL clients use (AACMCP_PUBLIC_URL, no trailing
+	// slash): behind the CloudFront distribution the Host and stage of the event
+	// are the execute-api origin's, not what the client sees. "" derives it per
+	// request.
+	PublicURL string
+	LogLevel  slog.Level
 }
 
 // Load reads the environment through getenv (os.Getenv in a function, a map in
@@ -87,6 +92,7 @@ func Load(getenv func(string) string, required ...string) (Config, error) {
 		AutopilotSecretARN:   get(EnvAutopilotSecretARN),
 		AllowedOrigins:       splitList(get(EnvAllowedOrigins)),
 		AuthorizationServers: splitList(get(EnvAuthorizationServers)),
+		PublicURL:            strings.TrimRight(get(EnvPublicURL), "/"),
 	}
 	// Tokens of an external issuer are accepted (authorizer): the resource metadata
 	// must name it, or clients would not know where to get them.

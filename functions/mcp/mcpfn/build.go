@@ -124,6 +124,7 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		Server: mcpserver.Config{
 			AuthorizationServers: cfg.AuthorizationServers,
 			AllowedOrigins:       cfg.AllowedOrigins,
+			PublicURL:            cfg.PublicURL,
 			// API Gateway owns Host (execute-api or the custom domain): DNS
 			// rebinding cannot reach a Lambda through it.
 			AllowedHosts: []string{"*"},

@@ -40,8 +40,10 @@ const maxBasePaths = 8
 type Config struct {
 	Guard   *guard.Guard
 	Catalog *catalog.Catalog
-	// Server is the HTTP surface's configuration. BasePath and PublicURL are left
-	// empty: both are derived per request from the stage and the Host API Gateway saw.
+	// Server is the HTTP surface's configuration. BasePath is left empty: it is
+	// derived per request from the stage. PublicURL, when set, names the links
+	// (behind the CloudFront front door the event's Host and stage are the
+	// origin's); empty derives them from the Host API Gateway saw.
 	Server mcpserver.Config
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -82,7 +84,6 @@ func New(cfg Config) *Function {
 		log = slog.Default()
 	}
 	cfg.Server.Logger = log
-	cfg.Server.PublicURL = ""
 	return &Function{cfg: cfg, log: log, src: AuthorizerContext{Now: cfg.Now}, adapters: map[string]*httpadapter.HandlerAdapter{}}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -43,6 +44,7 @@ type gatewayFlags struct {
 	jwt                jwtFlags
 	stage              string
 	frontDoor          bool
+	apiAddr            string
 	dev                bool
 	oauth              oauthFlags
 }
@@ -70,12 +72,19 @@ kinesalite), or, without a stream, to the audit files under --data.
 As API Gateway REST does, a WWW-Authenticate header in the function's answer
 reaches the client renamed to X-Amzn-Remapped-WWW-Authenticate: the MCP function's
 403 insufficient_scope challenge (and its 401 for a token that expired inside the
-authorizer cache) is invisible to OAuth clients. --front-door adds the front door
-that gives it back (CloudFront with a Lambda@Edge origin-response function, designed
-in docs/decisions.md and not in the stack yet). --stage prod serves the API under /prod, like the
-default execute-api URL, where paths outside the stage (the host root, with its
-RFC 8414 and RFC 9728 well-known paths) answer 403; without --stage it is served at
-the root, like a custom domain.
+authorizer cache) is invisible to OAuth clients. --stage prod serves the API under
+/prod, like the default execute-api URL, where paths outside the stage (the host
+root, with its RFC 8414 and RFC 9728 well-known paths) answer 403; without --stage
+it is served at the root, like a custom domain.
+
+--front-door puts the stack's CloudFront distribution in front: it serves on --addr
+at the root of its URL and forwards to the stage (origin path /STAGE), adds the
+request headers CloudFront adds (X-Forwarded-For, Via, X-Amz-Cf-Id,
+CloudFront-Viewer-Address), and gives the challenge back as its Lambda@Edge
+origin-response function does. Its URL is the public URL, as in the stack: the
+functions' AACMCP_PUBLIC_URL, the issuer, the challenges' resource_metadata and the
+default --jwt-audience. The API itself stays reachable, as the execute-api host
+does in AWS, on --api-addr.
 
 With --dev or --oidc-issuer, the authorization server's function (functions/oauth)
 serves /oauth/* and its metadata without the authorizer, as in the stack: --dev
@@ -100,7 +109,8 @@ upstream.`,
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addJWTFlags(c, g, &gf.jwt)
 	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")
-	f.BoolVar(&gf.frontDoor, "front-door", false, "restore WWW-Authenticate as the CloudFront front door of docs/decisions.md would (default: remapped, as on API Gateway)")
+	f.BoolVar(&gf.frontDoor, "front-door", false, "serve through the stack's CloudFront distribution: stage at the root, WWW-Authenticate restored (default: the bare API, challenges remapped)")
+	f.StringVar(&gf.apiAddr, "api-addr", "", "with --front-door: where the API itself (the execute-api host) listens (default 127.0.0.1:0, a free port)")
 	f.BoolVar(&gf.dev, "dev", false, "the authorization server's dev sign-in page and loopback client metadata documents (loopback --addr only)")
 	addOAuthFlags(c, g, &gf.oauth)
 	return c
@@ -118,6 +128,21 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 	}
 	if gf.stage != "" && !stageName.MatchString(gf.stage) {
 		return lambdaenv.Config{}, usagef("--stage %q: API Gateway stage names are letters, digits, '-' and '_', at most 128", gf.stage)
+	}
+	switch {
+	case gf.apiAddr != "" && !gf.frontDoor:
+		return lambdaenv.Config{}, usagef("--api-addr is the API's own address behind --front-door; without it the API listens on --addr")
+	case gf.frontDoor && gf.apiAddr == "":
+		gf.apiAddr = "127.0.0.1:0"
+	}
+	if gf.frontDoor {
+		ahost, _, err := net.SplitHostPort(gf.apiAddr)
+		if err != nil {
+			return lambdaenv.Config{}, usagef("--api-addr %q: want host:port, such as 127.0.0.1:8082", gf.apiAddr)
+		}
+		if ip := net.ParseIP(ahost); gf.dev && (ip == nil || !ip.IsLoopback()) && ahost != "localhost" {
+			return lambdaenv.Config{}, usagef("--dev listens on loopback only: use --api-addr 127.0.0.1:PORT")
+		}
 	}
 	if err := gf.oauth.check(); err != nil {
 		return lambdaenv.Config{}, err
@@ -145,7 +170,14 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 	if err != nil {
 		return lambdaenv.Config{}, usagef("--auth-fail-limit: %v", err)
 	}
-	if err := gf.jwt.checkForGateway(); err != nil {
+	// Behind the front door the public URL is known, and the audience defaults to
+	// its /mcp, as the stack's AACMCP_PUBLIC_URL makes it; the bare API's URL is
+	// not the one tokens name in the stack, so there it must be given.
+	jwtCheck := gf.jwt.checkForGateway
+	if gf.frontDoor {
+		jwtCheck = gf.jwt.check
+	}
+	if err := jwtCheck(); err != nil {
 		return lambdaenv.Config{}, err
 	}
 	return lambdaenv.Config{
@@ -218,11 +250,36 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.stage != "" {
 		stage, stagePath = gf.stage, "/"+gf.stage
 	}
+	// apiBase is the API's own URL (the execute-api stage URL); base is what
+	// clients use: the distribution's root behind the front door.
+	apiLn, apiBase, base := ln, "http://"+displayAddr(ln.Addr())+stagePath, ""
+	if gf.frontDoor {
+		if apiLn, err = net.Listen("tcp", gf.apiAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", gf.apiAddr, err)
+		}
+		defer func() {
+			if !serving {
+				_ = apiLn.Close()
+			}
+		}()
+		if err := devOnLoopback(gf.dev, apiLn); err != nil {
+			return err
+		}
+		apiBase = "http://" + displayAddr(apiLn.Addr()) + stagePath
+		base = "http://" + displayAddr(ln.Addr())
+		// The stack gives both functions the distribution's URL as AACMCP_PUBLIC_URL.
+		lcfg.PublicURL = base
+		if gf.jwt.issuer != "" && len(gf.jwt.audiences) == 0 && len(gf.jwt.clients) == 0 {
+			gf.jwt.audiences = []string{base + "/mcp"}
+		}
+	} else {
+		base = apiBase
+	}
 	withOAuth := gf.oauth.enabled(gf.dev)
 	if withOAuth {
 		// The MCP function's resource metadata names the authorization server, as
 		// the stack's AACMCP_AUTHORIZATION_SERVERS does: the same public base URL.
-		lcfg.AuthorizationServers = append([]string{"http://" + displayAddr(ln.Addr()) + stagePath}, lcfg.AuthorizationServers...)
+		lcfg.AuthorizationServers = append([]string{base}, lcfg.AuthorizationServers...)
 	}
 
 	// The functions' CloudWatch embedded-metric lines have no reader locally.
@@ -258,7 +315,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	var oauthFn gateway.Invoker
 	if withOAuth {
 		ocfg := oauthfn.Config{
-			Config: lcfg, OIDCIssuer: gf.oauth.issuer, OIDCClientID: gf.oauth.clientID,
+			Config: lcfg, PublicURL: lcfg.PublicURL, OIDCIssuer: gf.oauth.issuer, OIDCClientID: gf.oauth.clientID,
 			AccessTokenTTL: gf.oauth.accessTTL, Dev: gf.dev,
 		}
 		if gf.oauth.issuer != "" {
@@ -272,7 +329,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		}
 		oauthFn = lambda.NewHandler(of.Handle)
 	}
-	var handler http.Handler = gateway.New(gateway.Config{
+	api := gateway.New(gateway.Config{
 		Authorizer:  authorizer,
 		Function:    function,
 		OAuth:       oauthFn,
@@ -280,13 +337,43 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		Tools:       catalog.New(catalog.Deps{}),
 		Stage:       stage,
 		StageInPath: gf.stage != "",
+		PublicURL:   lcfg.PublicURL,
 		Logger:      log,
 	})
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      gateway.IntegrationTimeout + 5*time.Second,
+			IdleTimeout:       2 * time.Minute,
+			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		}
+	}
+	srv := newServer(api)
 	if gf.frontDoor {
-		handler = gateway.FrontDoor(handler)
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.Proxy = nil // the origin is this process's own listener
+		srv = newServer(gateway.FrontDoor(gateway.Distribution{
+			Origin:     &url.URL{Scheme: "http", Host: displayAddr(apiLn.Addr())},
+			OriginPath: stagePath,
+			Transport:  transport,
+			Logger:     log,
+		}))
+		apiSrv := newServer(api)
+		go func() {
+			if err := apiSrv.Serve(apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("the API's listener failed", "err", err)
+			}
+		}()
+		// After the front door has stopped: its last requests reach the API.
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			_ = apiSrv.Shutdown(sctx)
+		}()
 	}
 
-	base := "http://" + displayAddr(ln.Addr()) + stagePath
 	w := c.OutOrStdout()
 	fmt.Fprintf(w, "aacmcp gateway serving %s/mcp (stage %s)\n", base, stage)
 	fmt.Fprintf(w, "  authorizer: %s (results cached %.0fs)\n", authDesc, gateway.DefaultCacheTTL.Seconds())
@@ -294,7 +381,8 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	fmt.Fprintf(w, "  tables:     %s, %s\n", lcfg.Table, lcfg.TokensTable)
 	fmt.Fprintf(w, "  audit:      %s\n", auditDesc)
 	if gf.frontDoor {
-		fmt.Fprintf(w, "  front door: WWW-Authenticate restored (the CloudFront origin-response function of docs/decisions.md)\n")
+		fmt.Fprintf(w, "  front door: the CloudFront distribution: origin %s, WWW-Authenticate restored by its origin-response function\n", apiBase)
+		fmt.Fprintf(w, "  api:        %s/mcp (the execute-api URL behind it: challenges remapped, discovery outside the stage 403)\n", apiBase)
 	} else {
 		fmt.Fprintf(w, "  challenges: the functions' WWW-Authenticate arrives as X-Amzn-Remapped-WWW-Authenticate (bare API Gateway; --front-door restores it)\n")
 	}
@@ -304,14 +392,6 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	fmt.Fprintf(w, "Tokens: aacmcp token create --backend dynamodb --table %s --tokens-table %s%s --workspace ID --user USER --scopes issues:read\n",
 		lcfg.Table, lcfg.TokensTable, endpointFlag(gf.backend.endpointURL))
 
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      gateway.IntegrationTimeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
 	serving = true
 	return serveUntilDone(ctx, srv, ln, log, g.env.Ready, base)
 }
