@@ -2,15 +2,22 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/test/emulator"
 	"github.com/aacworkflow/aacmcp/test/harness"
@@ -20,14 +27,23 @@ import (
 
 var nodeSummary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
 
-// TestTypeScriptSDKOAuthThroughGateway: the TypeScript SDK v2 client with its
-// OAuth machinery and a real browser (test/oauth/tssdk.mjs) through `aacmcp
-// gateway --dev --front-door`, where the authorizer, MCP and authorization server
-// functions run in process against dynalite: discovery, CIMD client, dev sign-in,
-// consent, token, tool call, 403 step-up to a wider grant, refresh. Served at the
-// root, as on a custom domain (on the stage URL discovery stops:
-// TestDiscoveryThroughStagedGateway).
-func TestTypeScriptSDKOAuthThroughGateway(t *testing.T) {
+// TestTypeScriptSDKThroughFrontDoor is issue 13's proof through the deployed
+// shape: `aacmcp gateway --stage prod --front-door`, the CloudFront distribution's
+// stand-in serving the prod stage at the root of its URL, with the authorizer, MCP
+// and authorization server functions' real code in process against dynalite. One
+// gateway serves both subtests; it is configured as a stack with the built-in
+// authorization server and an external issuer both.
+//   - The TypeScript SDK v2 client with its OAuth machinery and a real browser
+//     (test/oauth/tssdk.mjs) discovers at the root, registers by CIMD, signs in on
+//     the dev page, consents to issues:read only, calls a tool, is refused
+//     create_issue with the 403 insufficient_scope challenge, steps up to
+//     issues:write, files the issue, and refreshes.
+//   - The same client with JWT access tokens of the external issuer (keys and JWKS
+//     made here) calls tools; one for another audience gets the 401 challenge with
+//     error="invalid_token".
+//
+// On the bare stage URL discovery stops: TestDiscoveryThroughStagedGateway.
+func TestTypeScriptSDKThroughFrontDoor(t *testing.T) {
 	bin := harness.Binary(t)
 	ddb := emulator.StartT(t, emulator.Dynalite)
 	awsEnv := harness.AWSEnv()
@@ -37,40 +53,209 @@ func TestTypeScriptSDKOAuthThroughGateway(t *testing.T) {
 	cli("init")
 	cli("workspace", "create", "--id", "demo", "--key", "AAC")
 	cli("member", "add", "--workspace", "demo", "--user", flow.DevUser, "--role", "admin")
+	cli("member", "add", "--workspace", "demo", "--user", "jo", "--role", "member", "--email", "jo@example.com")
 
+	var viewer createdToken
+	if err := json.Unmarshal(cli("token", "create", "--workspace", "demo", "--user", flow.DevUser, "--scopes", "issues:read", "--name", "viewer", "--json"), &viewer); err != nil {
+		t.Fatal(err)
+	}
+	iss := jwttest.NewIssuer(t)
+	key := iss.AddRSA(t, "k1")
+	// The API's own listener (the execute-api host), chosen here to be probed below.
+	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := apiLn.Addr().String()
+	_ = apiLn.Close()
 	ca := flow.NewCA(t)
 	docs := flow.StartCIMD(t, ca)
 	// The authorization server fetches metadata documents with the system pool,
 	// which SSL_CERT_FILE replaces: it trusts the test's CA only.
-	mcpURL := startGateway(t, bin, append(awsEnv, "SSL_CERT_FILE="+ca.WriteBundle(t)),
-		append(backend, "--data", data, "--dev", "--front-door")...)
+	gw, err := harness.Gateway(bin, append(awsEnv, "SSL_CERT_FILE="+ca.WriteBundle(t)),
+		append(backend, "--data", data, "--dev", "--stage", "prod", "--front-door", "--api-addr", apiAddr, "--jwt-issuer", iss.URL)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		if err := gw.Terminate(20 * time.Second); err != nil {
+			t.Errorf("gateway did not exit cleanly on SIGTERM: %v\nstderr: %s", err, gw.Stderr())
+		}
+	}
+	t.Cleanup(stop)
+	mcpURL, base := gw.MCPURL, gw.Base
+	if u, err := url.Parse(base); err != nil || u.Path != "" {
+		t.Fatalf("the front door serves at %q, want the root of its URL", base)
+	}
 
-	rd := flow.NewRedirect(t)
-	clientID := docs.Publish(t, "tssdk-gateway", flow.ClientDocument{
-		ClientName:              "aacmcp e2e through the gateway",
-		RedirectURIs:            []string{rd.URL},
-		GrantTypes:              []string{"authorization_code", "refresh_token"},
-		ResponseTypes:           []string{"code"},
-		TokenEndpointAuthMethod: "none",
+	var clientID string
+	var res tsResult
+	t.Run("oauth flow and step-up", func(t *testing.T) {
+		rd := flow.NewRedirect(t)
+		clientID = docs.Publish(t, "tssdk-frontdoor", flow.ClientDocument{
+			ClientName:              "aacmcp e2e through the front door",
+			RedirectURIs:            []string{rd.URL},
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ResponseTypes:           []string{"code"},
+			TokenEndpointAuthMethod: "none",
+		})
+		steps := []string{"authorize", "stepup", "refresh"}
+		resultFile := filepath.Join(t.TempDir(), "result.json")
+		out, err := flow.NodeScript(t, "tssdk.mjs", []string{
+			"AACMCP_URL=" + mcpURL,
+			"AACMCP_CLIENT_METADATA_URL=" + clientID,
+			`AACMCP_ANSWER={"user":"` + flow.DevUser + `"}`,
+			"AACMCP_STEPS=" + strings.Join(steps, ","),
+			"AACMCP_TOOLS=" + toolsJSON(t),
+			"AACMCP_SCOPES=" + mustJSON(t, auth.AllScopes),
+			"AACMCP_RESULT_FILE=" + resultFile,
+		}, rd, 2*time.Minute)
+		m := nodeSummary.FindSubmatch(out)
+		if err != nil || m == nil || string(m[2]) != "0" || string(m[1]) != strconv.Itoa(len(steps)) {
+			t.Fatalf("node tssdk.mjs through the front door: %v\n%s\ngateway stderr:\n%s", err, out, harness.Tail(gw.Stderr(), 4000))
+		}
+		t.Logf("tssdk.mjs:\n%s", out)
+		if docs.Fetches(clientID) == 0 {
+			t.Errorf("the authorization server never fetched the client metadata document %s", clientID)
+		}
+		b, err := os.ReadFile(resultFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("result %s: %v", b, err)
+		}
+		// What the client saw when it was refused, checked here against the public
+		// URL the Go side knows (the script checks it against its own idea too).
+		want := challengeSeen{Status: 403, Error: "insufficient_scope", Scope: "issues:write",
+			ResourceMetadata: base + "/.well-known/oauth-protected-resource/mcp"}
+		if res.Challenge != want {
+			t.Errorf("the 403 the client saw: %+v, want %+v", res.Challenge, want)
+		}
+		if res.Created.Title != "Filed after an OAuth step-up" || !strings.HasPrefix(res.Created.Key, "AAC-") {
+			t.Errorf("the issue filed after the step-up: %+v", res.Created)
+		}
 	})
-	steps := []string{"authorize", "stepup", "refresh"}
-	out, err := flow.NodeScript(t, "tssdk.mjs", []string{
-		"AACMCP_URL=" + mcpURL,
-		"AACMCP_CLIENT_METADATA_URL=" + clientID,
-		`AACMCP_ANSWER={"user":"` + flow.DevUser + `"}`,
-		"AACMCP_STEPS=" + strings.Join(steps, ","),
-		"AACMCP_TOOLS=" + toolsJSON(t),
-		"AACMCP_SCOPES=" + mustJSON(t, auth.AllScopes),
-		"AACMCP_RESULT_FILE=" + t.TempDir() + "/result.json",
-	}, rd, 2*time.Minute)
-	m := nodeSummary.FindSubmatch(out)
-	if err != nil || m == nil || string(m[2]) != "0" || string(m[1]) != strconv.Itoa(len(steps)) {
-		t.Fatalf("node tssdk.mjs through the gateway: %v\n%s", err, out)
+
+	t.Run("external-issuer JWT", func(t *testing.T) {
+		now := time.Now()
+		tok := func(aud string) string {
+			return key.Sign(t, map[string]any{"iss": iss.URL, "aud": aud, "email": "jo@example.com", "client_id": "byo-client",
+				"exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "scope": "issues:read issues:write"})
+		}
+		runNode(t, "jwt.mjs", mcpURL, map[string]string{
+			"GOOD":      tok(mcpURL),
+			"WRONG_AUD": tok("https://elsewhere.example.com/mcp"),
+		}, []string{"AACMCP_JWT_ISSUER=" + iss.URL, "AACMCP_TOOLS=" + toolsJSON(t)})
+	})
+
+	t.Run("execute-api URL behind the distribution", func(t *testing.T) {
+		// Still reachable, as in AWS, and what it always was: the root outside the
+		// stage is 403, the function's challenge arrives remapped. Its own 401s
+		// name the distribution, the stack's one public URL.
+		stageURL := "http://" + apiAddr + "/prod/mcp"
+		for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/prod/mcp"} {
+			if st, _, _ := probe(t, http.MethodGet, "http://"+apiAddr+p, ""); st != http.StatusForbidden {
+				t.Errorf("GET %s on the execute-api host: %d, want 403", p, st)
+			}
+		}
+		st, ch, _ := probe(t, http.MethodPost, stageURL, "")
+		if want := `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp"`; st != http.StatusUnauthorized || ch != want {
+			t.Errorf("no token on the stage URL: %d %q, want 401 %q", st, ch, want)
+		}
+		st, ch, remapped := probe(t, http.MethodPost, stageURL, viewer.Token)
+		if st != http.StatusForbidden || ch != "" || !strings.Contains(remapped, `error="insufficient_scope"`) {
+			t.Errorf("read-only create_issue on the stage URL: %d WWW-Authenticate %q remapped %q, want 403 with only the remapped challenge", st, ch, remapped)
+		}
+	})
+
+	// The audit records the functions wrote (files under --data, the gateway run
+	// without a stream), once the gateway has stopped.
+	stop()
+	recs, bad, err := file.ReadAll(data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if docs.Fetches(clientID) == 0 {
-		t.Errorf("the authorization server never fetched the client metadata document %s", clientID)
+	for _, b := range bad {
+		t.Errorf("damaged audit line: %v", b)
 	}
-	t.Logf("tssdk.mjs:\n%s", out)
+	count := map[string]int{}
+	for _, r := range recs {
+		if r.Tool == "" {
+			continue
+		}
+		var who string
+		switch {
+		case clientID != "" && r.ClientID == clientID:
+			who = "oauth"
+		case r.UserID == "jo":
+			who = "jwt"
+		default:
+			continue
+		}
+		count[who+" "+r.Tool+" "+r.Outcome+" "+r.Reason+" "+strings.Join(slices.Sorted(slices.Values(r.ScopesProvided)), ",")]++
+	}
+	for _, k := range []string{
+		"oauth list_issues success  issues:read",
+		"oauth create_issue denied insufficient_scope issues:read",
+		"oauth create_issue success  issues:read,issues:write",
+		"jwt list_issues success  issues:read,issues:write",
+		"jwt create_issue success  issues:read,issues:write",
+	} {
+		if count[k] == 0 {
+			t.Errorf("no audit record %q; records by client, tool, outcome, reason, scopes: %v", k, count)
+		}
+	}
+}
+
+// probe sends one request (a read-only token's create_issue for a POST) and returns
+// the status, WWW-Authenticate and X-Amzn-Remapped-WWW-Authenticate.
+func probe(t *testing.T, method, target, token string) (status int, challenge, remapped string) {
+	t.Helper()
+	var body io.Reader
+	if method == http.MethodPost {
+		body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_issue","arguments":{"title":"x"}}}`)
+	}
+	req, err := http.NewRequest(method, target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate")
+}
+
+// challengeSeen is the 403 tssdk.mjs saw before its step-up.
+type challengeSeen struct {
+	Status           int    `json:"status"`
+	Error            string `json:"error"`
+	Scope            string `json:"scope"`
+	ResourceMetadata string `json:"resource_metadata"`
+	Remapped         string `json:"remapped"`
+}
+
+// tsResult is what tssdk.mjs writes to AACMCP_RESULT_FILE (the part this test reads).
+type tsResult struct {
+	Challenge challengeSeen `json:"stepup_challenge"`
+	Created   struct {
+		Key   string `json:"key"`
+		Title string `json:"title"`
+	} `json:"created_issue"`
 }
 
 // toolsJSON is the catalog's tools and scopes, as tssdk.mjs reads them.

@@ -28,6 +28,7 @@ import {
   UnauthorizedError,
   auth,
   discoverAuthorizationServerMetadata,
+  extractWWWAuthenticateParams,
 } from '@modelcontextprotocol/client';
 import { test, runTests, finish } from '../runner.mjs';
 import { authorize, launchBrowser, redirectListener } from './browser.mjs';
@@ -214,6 +215,21 @@ if (steps.includes('stepup')) {
     const n = provider.authorizations.length;
     provider.answer = { ...answer };
     const args = { title: 'Filed after an OAuth step-up' };
+    // What the SDK is about to read: the 403 and its challenge, as they reach
+    // the client (through a front door, WWW-Authenticate and not a remapped copy).
+    const refused = await post(before.access_token, 'tools/call', { name: 'create_issue', arguments: args });
+    const ch = extractWWWAuthenticateParams(refused);
+    result.stepup_challenge = {
+      status: refused.status,
+      error: ch.error ?? '',
+      scope: ch.scope ?? '',
+      resource_metadata: ch.resourceMetadataUrl?.href ?? '',
+      remapped: refused.headers.get('x-amzn-remapped-www-authenticate') ?? '',
+    };
+    assert.equal(refused.status, 403, 'a read-only token calling create_issue');
+    assert.equal(ch.error, 'insufficient_scope');
+    assert.equal(ch.scope, 'issues:write', 'the challenge names the scope the tool needs');
+    assert.equal(ch.resourceMetadataUrl?.href, url.href.replace(/\/mcp$/, '') + '/.well-known/oauth-protected-resource/mcp');
     await stopsForAuthorization(client.callTool({ name: 'create_issue', arguments: args }), 'create_issue with issues:read only');
     assert.equal(provider.authorizations.length, n + 1, 'one more authorization request');
     const az = provider.authorizations[n];
@@ -229,6 +245,7 @@ if (steps.includes('stepup')) {
     const created = await client.callTool({ name: 'create_issue', arguments: args });
     assert.notEqual(created.isError, true, JSON.stringify(created));
     assert.equal(created.structuredContent.title, args.title);
+    result.created_issue = { key: created.structuredContent.key, title: created.structuredContent.title };
     assert.deepEqual(await listNames(), toolsFor(['issues:read', 'issues:write']), 'tools/list grew with the grant');
   });
 }
