@@ -159,8 +159,8 @@ func cfID() string {
 	return base64.URLEncoding.EncodeToString(b[:])
 }
 
-// restore is the origin-response function's whole logic (functions/edge does
-// exactly this): move the remapped challenge back unless the origin set the real
+// restore is the origin-response function's whole logic (the stack's Lambda@Edge
+// function, functions/edge, does exactly this): move the remapped challenge back unless the origin set the real
 // header itself. Only the challenge is restored: the other remapped headers
 // (Date, Server, ...) are ones the functions have no reason to send.
 func restore(h http.Header) {
