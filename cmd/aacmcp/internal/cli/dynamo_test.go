@@ -261,6 +261,9 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"issuer without client", []string{"gateway", "--oidc-issuer", "https://op.example", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--oidc-client-id"},
 		{"client without issuer", []string{"gateway", "--oidc-client-id", "c", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--oidc-issuer"},
 		{"dev off loopback", []string{"gateway", "--dev", "--addr", "0.0.0.0:0", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb", "--endpoint-url", "http://127.0.0.1:1"}, "loopback only"},
+		{"api addr without a front door", []string{"gateway", "--api-addr", "127.0.0.1:0", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--front-door"},
+		{"bad api addr", []string{"gateway", "--front-door", "--api-addr", "x", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "--api-addr"},
+		{"dev with the API off loopback", []string{"gateway", "--dev", "--front-door", "--api-addr", "0.0.0.0:0", "--backend", "dynamodb", "--table", "aaa", "--tokens-table", "bbb"}, "loopback only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
