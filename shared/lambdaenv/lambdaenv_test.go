@@ -44,6 +44,7 @@ func TestLoad(t *testing.T) {
 			env: map[string]string{
 				EnvTable: " main ", EnvAllowedOrigins: "https://a.example, ,https://b.example",
 				EnvAuthorizationServers: "https://auth.example", EnvRateLimit: "10/s", EnvLogLevel: "debug",
+				EnvPublicURL: "https://d111.cloudfront.net/",
 			},
 			required: []string{EnvTable},
 			check: func(t *testing.T, c Config) {
@@ -55,6 +56,9 @@ func TestLoad(t *testing.T) {
 				}
 				if len(c.AuthorizationServers) != 1 {
 					t.Errorf("servers %q", c.AuthorizationServers)
+				}
+				if c.PublicURL != "https://d111.cloudfront.net" {
+					t.Errorf("public URL %q, want it without the trailing slash", c.PublicURL)
 				}
 				if c.RateLimit.Limit != 10 || c.RateLimit.Window != time.Second || c.LogLevel != slog.LevelDebug {
 					t.Errorf("overrides: %+v", c)
