@@ -407,8 +407,8 @@ func TestViewOverVersion11And12Lines(t *testing.T) {
 
 // A 1.2 line, written before confirmation existed, reads NULL there, as Athena
 // reads the column a file lacks; the saved queries' coalesce to the empty string
-// gives it its meaning
-// (no confirmation recorded), next to 1.3 lines that carry flag or elicited.
+// gives it its meaning (no confirmation recorded), next to 1.3 lines that carry
+// flag or elicited.
 func TestViewOverVersion12Lines(t *testing.T) {
 	h := time.Date(2025, 6, 22, 10, 0, 0, 0, time.UTC)
 	dir := t.TempDir()
