@@ -91,8 +91,9 @@ type Record struct {
 
 	// ArgsSHA256 and IdempotencyKey are the 1.0 and 1.1 forms of ArgsHMAC and
 	// IdempotencyKeyHMAC, kept so that old records read, compact and query without
-	// loss. Writers since 1.2 never set them; Validate refuses them on such records. They
-	// come last and are left out when empty, so a 1.2 line does not carry them.
+	// loss. Writers since 1.2 never set them; Validate refuses them on such
+	// records. They come last and are left out when empty, so a current line does
+	// not carry them.
 	ArgsSHA256     string `json:"args_sha256,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
