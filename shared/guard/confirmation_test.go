@@ -3,6 +3,9 @@ package guard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -264,5 +267,27 @@ func TestConfirmationRecorded(t *testing.T) {
 				prev = res
 			}
 		})
+	}
+}
+
+// TestQuestionWithoutRecord: a question whose record cannot be written is not
+// put: the caller gets internal_error, as for any call without a record.
+func TestQuestionWithoutRecord(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &gt.MemorySink{Fail: errors.New("disk full")}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Confirmations: w.Store, Keyring: keys,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+	res := g.Call(ctx, guard.Request{Principal: gt.Principal(gt.WS, gt.Admin, auth.AllScopes...), Tool: "delete_issue",
+		Args: json.RawMessage(`{"issue_id":"` + w.Issue.ID + `","confirm":true}`), Transport: "mcp", CanElicit: true})
+	if res.InputRequired != nil || res.Err == nil || res.Err.Code != apperr.InternalError {
+		t.Fatalf("input required %v, err %v", res.InputRequired, res.Err)
 	}
 }
