@@ -71,6 +71,13 @@ func TestExamplesValidate(t *testing.T) {
 				}
 				return
 			}
+			if r.EventVersion == audit.EventVersion12 {
+				// Before confirmation: none on the line, "" when read.
+				if r.Confirmation != "" || bytes.Contains(line.Bytes(), []byte(`"confirmation"`)) {
+					t.Errorf("1.2 record with a confirmation: %q", r.Confirmation)
+				}
+				return
+			}
 			// A current example is exactly what the encoder writes: same fields,
 			// same order.
 			again, err := audit.MarshalLine(r)
@@ -85,6 +92,7 @@ func TestExamplesValidate(t *testing.T) {
 	for _, k := range []string{
 		audit.EventVersion10 + " " + audit.EventToolCall,
 		audit.EventVersion11 + " " + audit.EventToolCall,
+		audit.EventVersion12 + " " + audit.EventToolCall,
 		audit.EventVersion + " " + audit.EventToolCall,
 		audit.EventVersion + " " + audit.EventAuthorization,
 	} {
@@ -212,6 +220,9 @@ func TestSinkRecordsValidate(t *testing.T) {
 		audittest.Record(ts, func(r *audit.Record) { r.ScopesProvided, r.ScopesRequired = nil, nil }),
 		audittest.Record(ts, func(r *audit.Record) { r.Transport, r.ArgsHMAC = audit.TransportREST, "" }),
 		audittest.Record(ts, audittest.Client("https://claude.ai/oauth/mcp-client-metadata")),
+		audittest.Record(ts, audittest.Tool("delete_issue"), audittest.Confirmed(true), audittest.Confirmation(audit.ConfirmationFlag)),
+		audittest.Record(ts, audittest.Tool("delete_issue"), audittest.Confirmed(true), audittest.Confirmation(audit.ConfirmationElicited),
+			audittest.Denied(string(apperr.HumanConfirmationRequired))),
 	}
 	for _, a := range audit.Actions {
 		recs = append(recs, audittest.Record(ts, audittest.Authorization(a), audittest.Client("c_1")))
@@ -300,6 +311,17 @@ func TestSchemaRejects(t *testing.T) {
 		})},
 		{"unknown action", edit(func(m map[string]any) { m["event_type"], m["action"] = "authorization", "logged_in" })},
 		{"null client_id", edit(func(m map[string]any) { m["client_id"] = nil })},
+		{"1.3 without confirmation", edit(func(m map[string]any) { delete(m, "confirmation") })},
+		{"unknown confirmation", edit(func(m map[string]any) { m["confirmation"] = "human" })},
+		{"null confirmation", edit(func(m map[string]any) { m["confirmation"] = nil })},
+		{"confirmation on a read", edit(func(m map[string]any) { m["confirmation"] = "flag" })},
+		{"confirmation on an authorization event", edit(func(m map[string]any) {
+			m["event_type"], m["action"], m["transport"], m["tool"] = "authorization", "grant_revoked", "oauth", ""
+			m["destructive"], m["confirmation"] = true, "elicited"
+		})},
+		{"1.2 with a confirmation", edit(func(m map[string]any) {
+			m["event_version"], m["destructive"], m["confirmation"] = "1.2", true, "flag"
+		})},
 		{"1.0 with an action", edit(func(m map[string]any) {
 			m["event_version"] = "1.0"
 			delete(m, "event_type")
@@ -333,6 +355,17 @@ func TestSchemaRejects(t *testing.T) {
 			m["args_sha256"], m["idempotency_key"] = m["args_hmac"], "k1"
 			delete(m, "args_hmac")
 			delete(m, "idempotency_key_hmac")
+		})},
+		{"1.2 record without confirmation", edit(func(m map[string]any) {
+			m["event_version"] = "1.2"
+			delete(m, "confirmation")
+		})},
+		{"destructive call confirmed by flag", edit(func(m map[string]any) {
+			m["tool"], m["read_only"], m["destructive"], m["confirmation"] = "delete_issue", false, true, "flag"
+		})},
+		{"destructive call elicited", edit(func(m map[string]any) {
+			m["tool"], m["read_only"], m["destructive"], m["confirmation"] = "delete_issue", false, true, "elicited"
+			m["outcome"], m["reason"] = "denied", "human_confirmation_required"
 		})},
 		{"oauth client's tool call", edit(func(m map[string]any) { m["client_id"] = "https://claude.ai/oauth/mcp-client-metadata" })},
 		{"authorization event", edit(func(m map[string]any) {
@@ -376,26 +409,33 @@ func TestSchemaVersions(t *testing.T) {
 	if err := json.Unmarshal(schema.Schema, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{audit.EventVersion10, audit.EventVersion11, audit.EventVersion}; !slices.Equal(doc.Properties.EventVersion.Enum, want) {
+	if want := []string{audit.EventVersion10, audit.EventVersion11, audit.EventVersion12, audit.EventVersion}; !slices.Equal(doc.Properties.EventVersion.Enum, want) {
 		t.Errorf("event_version enum %v, want %v", doc.Properties.EventVersion.Enum, want)
 	}
 	props, err := schema.Properties()
 	if err != nil {
 		t.Fatal(err)
 	}
-	current := []string{"idempotency_key_hmac", "args_hmac", "client_id", "event_type", "action"}
+	since12 := []string{"idempotency_key_hmac", "args_hmac", "client_id", "event_type", "action"}
+	since13 := []string{"confirmation"}
 	legacy := []string{"args_sha256", "idempotency_key"}
-	var conditional []string
+	var conditional12, conditional13 []string
 	for _, a := range doc.AllOf {
-		if slices.Equal(a.If.Properties.EventVersion.Enum, []string{audit.EventVersion10, audit.EventVersion11}) {
-			conditional = append(conditional, a.Else.Required...)
+		switch {
+		case slices.Equal(a.If.Properties.EventVersion.Enum, []string{audit.EventVersion10, audit.EventVersion11}):
+			conditional12 = append(conditional12, a.Else.Required...)
+		case slices.Equal(a.If.Properties.EventVersion.Enum, []string{audit.EventVersion10, audit.EventVersion11, audit.EventVersion12}):
+			conditional13 = append(conditional13, a.Else.Required...)
 		}
 	}
-	if !slices.Equal(conditional, current) {
-		t.Errorf("required of %s records: %v, want %v", audit.EventVersion, conditional, current)
+	if !slices.Equal(conditional12, since12) {
+		t.Errorf("required of records past 1.1: %v, want %v", conditional12, since12)
+	}
+	if !slices.Equal(conditional13, since13) {
+		t.Errorf("required of records past 1.2: %v, want %v", conditional13, since13)
 	}
 	want := slices.DeleteFunc(slices.Clone(props), func(p string) bool {
-		return slices.Contains(current, p) || slices.Contains(legacy, p)
+		return slices.Contains(since12, p) || slices.Contains(since13, p) || slices.Contains(legacy, p)
 	})
 	if !slices.Equal(doc.Required, want) {
 		t.Errorf("required %v\nwant     %v (the columns of every version)", doc.Required, want)
@@ -423,9 +463,10 @@ func TestEventEnumsAreTheConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string][]string{
-		"event_type": {audit.EventToolCall, audit.EventAuthorization},
-		"action":     append([]string{""}, audit.Actions...),
-		"transport":  {audit.TransportMCP, audit.TransportREST, audit.TransportOAuth},
+		"event_type":   {audit.EventToolCall, audit.EventAuthorization},
+		"action":       append([]string{""}, audit.Actions...),
+		"transport":    {audit.TransportMCP, audit.TransportREST, audit.TransportOAuth},
+		"confirmation": audit.Confirmations,
 	} {
 		if got := doc.Properties[name].Enum; !slices.Equal(got, want) {
 			t.Errorf("%s enum %v, want %v", name, got, want)
@@ -453,6 +494,28 @@ func TestGoValidateAgreesWithSchema(t *testing.T) {
 		if (goErr == nil) != (schemaErr == nil) {
 			t.Errorf("event_type %q action %q transport %q: Validate %v, schema %v",
 				r.EventType, r.Action, r.Transport, goErr, schemaErr)
+		}
+	}
+	// confirmation: every value, on every kind of record and version that may or
+	// may not carry one.
+	for _, c := range append([]string{"other"}, audit.Confirmations...) {
+		for _, destructive := range []bool{false, true} {
+			for _, et := range []string{audit.EventToolCall, audit.EventAuthorization} {
+				for _, v := range []string{audit.EventVersion12, audit.EventVersion} {
+					r := audittest.Record(ts, audittest.Tool("delete_issue"), func(r *audit.Record) {
+						r.Destructive, r.Confirmation, r.EventVersion = destructive, c, v
+						if et == audit.EventAuthorization {
+							r.EventType, r.Action, r.Transport = et, audit.ActionGrantRevoked, audit.TransportOAuth
+						}
+					})
+					goErr := r.Validate()
+					schemaErr := schema.ValidateRecord(r)
+					if (goErr == nil) != (schemaErr == nil) {
+						t.Errorf("confirmation %q destructive %v event_type %q version %s: Validate %v, schema %v",
+							c, destructive, et, v, goErr, schemaErr)
+					}
+				}
+			}
 		}
 	}
 }

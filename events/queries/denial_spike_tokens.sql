@@ -10,6 +10,10 @@
 -- token's own hourly average over the previous 24 hours keeps a token that is always
 -- noisy (a misconfigured integration) from alerting every hour. A token with no
 -- history alerts at 10.
+-- A question put to a person (reason human_confirmation_required with confirmation
+-- elicited) is not a denial of the caller: under the elicit and require policies
+-- every delete starts with one, so counting them would alert on a busy admin.
+-- Records before 1.3 have no confirmation (NULL).
 -- The windows end 10 minutes ago, where both engines have the data: Firehose delivers
 -- up to 1.5x its 300 s buffer interval (7.5 minutes) late with dynamic partitioning, so
 -- Athena has no records of the last minutes yet while the local files do. Ending the
@@ -23,6 +27,7 @@ denied AS (
     FROM audit_log
     WHERE outcome = 'denied' AND token_id <> ''
       AND coalesce(event_type, 'tool_call') = 'tool_call'
+      AND NOT (reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited')
       AND dt >= date_format(current_timestamp - INTERVAL '26' HOUR, '%Y-%m-%d')
 ),
 per_token AS (

@@ -6,11 +6,17 @@
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
 -- Tool calls only: authorization events (event_type 'authorization') share the
 -- table; records of version 1.0 have no event_type (NULL) and are tool calls.
+-- A question put to a person (reason human_confirmation_required with confirmation
+-- elicited: the first half of every delete under the elicit and require policies)
+-- refuses nothing and is left out; human_confirmation_required for a client that
+-- cannot ask (confirmation flag) is a refusal and counts. Records before 1.3 have
+-- no confirmation (NULL).
 WITH denied AS (
     SELECT DISTINCT event_id, reason, token_id, workspace_id
     FROM audit_log
     WHERE outcome = 'denied'
       AND coalesce(event_type, 'tool_call') = 'tool_call'
+      AND NOT (reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited')
       AND dt >= date_format(current_timestamp - INTERVAL '1' DAY, '%Y-%m-%d')
       AND from_iso8601_timestamp("timestamp") >= current_timestamp - INTERVAL '1' DAY
 )

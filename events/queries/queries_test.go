@@ -11,7 +11,7 @@ import (
 
 func TestSavedQueriesLoad(t *testing.T) {
 	want := []string{
-		"denial_spike_tokens", "denied_by_reason_24h", "destructive_calls_by_client",
+		"denial_spike_tokens", "denied_by_reason_24h", "destructive_by_confirmation", "destructive_calls_by_client",
 		"destructive_per_token_per_day", "destructive_without_confirm", "top_tools_per_workspace_per_day",
 	}
 	if got := Names(); !slices.Equal(got, want) {

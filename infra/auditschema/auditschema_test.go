@@ -31,14 +31,15 @@ func TestColumnsFollowTheRecord(t *testing.T) {
 	}
 	// Event version 1.1 appended its columns after the 1.0 ones; 1.2 put its HMACs
 	// where the plain digests were and moved those (kept for 1.0 and 1.1 records)
-	// to the end. Athena reads Parquet and JSON columns by name, so old files read
-	// their digests into the moved columns and NULL into the new ones.
+	// to the end; 1.3 appended confirmation after action. Athena reads Parquet and
+	// JSON columns by name, so old files read their digests into the moved columns
+	// and NULL into the new ones.
 	var last []Column
-	if len(cols) >= 5 {
-		last = cols[len(cols)-5:]
+	if len(cols) >= 6 {
+		last = cols[len(cols)-6:]
 	}
 	if want := []Column{{"client_id", TypeString}, {"event_type", TypeString}, {"action", TypeString},
-		{"args_sha256", TypeString}, {"idempotency_key", TypeString}}; !slices.Equal(last, want) {
+		{"confirmation", TypeString}, {"args_sha256", TypeString}, {"idempotency_key", TypeString}}; !slices.Equal(last, want) {
 		t.Errorf("last columns %v, want %v", last, want)
 	}
 	for _, c := range []string{"args_hmac", "idempotency_key_hmac"} {

@@ -175,6 +175,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// Scopes lists the scopes the call needs, for insufficient_scope.
 	Scopes []string
+	// Preview names what a destructive call would delete, on its
+	// destructive_flag_missing refusal to a caller who may read and delete it.
+	Preview *Preview
 	// cause is kept for logs only; it never reaches a client.
 	cause error
 }
@@ -236,11 +239,25 @@ type Body struct {
 	Code              Code     `json:"code"`
 	RetryAfterSeconds int      `json:"retry_after_seconds,omitempty"`
 	RequiredScopes    []string `json:"required_scopes,omitempty"`
+	Preview           *Preview `json:"preview,omitempty"`
+}
+
+// Preview is the item a destructive call would delete, so that a host can ask its
+// user about the real item before it sends confirm: true. Title is plain text,
+// control characters stripped and capped. Key is the issue's key (for a comment,
+// its issue's, when the caller may read issues). CommentCount is set for an
+// issue only: deleting one deletes its comments.
+type Preview struct {
+	Kind         string `json:"kind"`
+	ID           string `json:"id"`
+	Key          string `json:"key,omitempty"`
+	Title        string `json:"title"`
+	CommentCount *int64 `json:"comment_count,omitempty"`
 }
 
 // Body returns the public representation of e.
 func (e *Error) Body() Body {
-	b := Body{Error: e.Message, Code: e.Code, RequiredScopes: e.Scopes}
+	b := Body{Error: e.Message, Code: e.Code, RequiredScopes: e.Scopes, Preview: e.Preview}
 	if e.RetryAfter > 0 {
 		b.RetryAfterSeconds = int((e.RetryAfter + time.Second - 1) / time.Second)
 	}

@@ -24,7 +24,14 @@ import "context"
 // keyed with the deployment's HMAC key. Records of 1.0 and 1.1 keep their
 // args_sha256 and idempotency_key (the legacy fields at the end of Record), and have
 // no HMACs: an old value cannot be keyed after the fact.
-const EventVersion = "1.2"
+//
+// 1.3 added confirmation: how a destructive call was confirmed (ConfirmationFlag,
+// ConfirmationElicited), "" for every other record. Records of 1.2 and earlier have
+// none: readers take it as "" (the query views read NULL; queries coalesce it).
+const EventVersion = "1.3"
+
+// EventVersion12 is the version before confirmation.
+const EventVersion12 = "1.2"
 
 // EventVersion10 is the first schema version, before the authorization server.
 const EventVersion10 = "1.0"
@@ -76,14 +83,36 @@ type Record struct {
 	EventType string `json:"event_type"`
 	// Action names an authorization event (ActionConsentGranted, ...); "" on tool calls.
 	Action string `json:"action"`
+	// Confirmation is the confirmation a destructive call carried by the time it
+	// ended (ConfirmationFlag, ConfirmationElicited); "" for any other tool, for a
+	// destructive call stopped before its confirm check or refused there, and for
+	// authorization events. Added in 1.3.
+	Confirmation string `json:"confirmation"`
 
 	// ArgsSHA256 and IdempotencyKey are the 1.0 and 1.1 forms of ArgsHMAC and
 	// IdempotencyKeyHMAC, kept so that old records read, compact and query without
-	// loss. Writers of 1.2 never set them; Validate refuses them on 1.2 records. They
-	// come last and are left out when empty, so a 1.2 line does not carry them.
+	// loss. Writers since 1.2 never set them; Validate refuses them on such
+	// records. They come last and are left out when empty, so a current line does
+	// not carry them.
 	ArgsSHA256     string `json:"args_sha256,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// Confirmations, as written in Record.Confirmation.
+const (
+	// ConfirmationNone: not a destructive call, or one that carried no confirmation
+	// the guard accepted (no confirm: true, or stopped before the confirm check).
+	ConfirmationNone = ""
+	// ConfirmationFlag: the call passed the confirm check on confirm: true alone,
+	// which the model writes; no person was asked through the server.
+	ConfirmationFlag = "flag"
+	// ConfirmationElicited: the server asked a person (MRTR): the input_required
+	// answer that put the question, and the retry whose answer was judged.
+	ConfirmationElicited = "elicited"
+)
+
+// Confirmations lists every confirmation value, in the order of the schema's enum.
+var Confirmations = []string{ConfirmationNone, ConfirmationFlag, ConfirmationElicited}
 
 // Event types.
 const (

@@ -137,8 +137,9 @@ func isSHA256OrEmpty(s string) bool {
 // Validate reports the first way r breaks the record schema that code relies on:
 // an event id that is not a ULID, a timestamp the partitioner cannot read, an unknown
 // outcome, transport or event type, an action that does not fit the event type, a
-// malformed args digest. The JSON Schema in events/audit is the full contract; this
-// is the part a sink must check before it files a record.
+// malformed args digest, a confirmation on a record that cannot have one. The JSON
+// Schema in events/audit is the full contract; this is the part a sink must check
+// before it files a record.
 //
 // Validate checks records as written now: event_type is required. Decoders apply
 // Normalize first, which gives a version 1.0 record its implied event type.
@@ -171,12 +172,22 @@ func (r Record) Validate() error {
 	case !legacyDigests(r.EventVersion) && (r.ArgsSHA256 != "" || r.IdempotencyKey != ""):
 		// A 1.2 writer that still copied the key in clear would leak it.
 		return fmt.Errorf("audit: a %s record carries args_sha256 or idempotency_key (replaced by their HMACs in 1.2)", r.EventVersion)
+	case !slices.Contains(Confirmations, r.Confirmation):
+		return fmt.Errorf("audit: confirmation %q is not \"\", flag or elicited", r.Confirmation)
+	case r.Confirmation != ConfirmationNone && (!r.Destructive || r.EventType != EventToolCall):
+		return fmt.Errorf("audit: confirmation %q on a record that is not a destructive tool call", r.Confirmation)
+	case r.Confirmation != ConfirmationNone && beforeConfirmation(r.EventVersion):
+		return fmt.Errorf("audit: a %s record carries confirmation (added in 1.3)", r.EventVersion)
 	case r.DurationMS < 0:
 		return fmt.Errorf("audit: duration_ms %d is negative", r.DurationMS)
 	}
 	_, err := ParseTime(r.Timestamp)
 	return err
 }
+
+// beforeConfirmation reports whether records of version v predate the
+// confirmation field.
+func beforeConfirmation(v string) bool { return legacyDigests(v) || v == EventVersion12 }
 
 // Hour is the start of the UTC hour the record belongs to: the partition
 // (dt=YYYY-MM-DD/hour=HH) it is filed under, here and in S3.

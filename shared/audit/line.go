@@ -86,6 +86,8 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = jsonstr.Append(dst, r.EventType)
 	dst = append(dst, `,"action":`...)
 	dst = jsonstr.Append(dst, r.Action)
+	dst = append(dst, `,"confirmation":`...)
+	dst = jsonstr.Append(dst, r.Confirmation)
 	// The legacy fields are omitempty, as their tags say.
 	if r.ArgsSHA256 != "" {
 		dst = append(dst, `,"args_sha256":`...)
@@ -113,7 +115,7 @@ func lineSize(r *Record) int {
 		len(r.JSONRPCID) + len(r.ClientName) + len(r.ClientVersion) +
 		len(r.ProtocolVersion) + len(r.UserAgent) + len(r.SourceIP) +
 		len(r.ArgsHMAC) + len(r.Transport) + len(r.ClientID) + len(r.EventType) +
-		len(r.Action)
+		len(r.Action) + len(r.Confirmation)
 	if r.ArgsSHA256 != "" {
 		n += len(`,"args_sha256":""`) + len(r.ArgsSHA256)
 	}

@@ -395,6 +395,10 @@ func runDelete(ctx context.Context, c Call, q store.Queries, t deleteTarget) (st
 
 // mayDelete: admins delete anything, members what they created or wrote. The guard has
 // already turned away viewers and non-members.
-func mayDelete(c Call, owner string) bool {
-	return c.Role == store.RoleAdmin || (owner != "" && owner == c.Principal.UserID)
+func mayDelete(c Call, owner string) bool { return MayDelete(c.Role, c.Principal.UserID, owner) }
+
+// MayDelete is the delete tools' permission rule, for the guard's preview of a
+// refused delete (which must not show an item its caller could not delete).
+func MayDelete(role store.Role, user, owner string) bool {
+	return role == store.RoleAdmin || (owner != "" && owner == user)
 }

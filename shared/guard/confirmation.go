@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
@@ -27,17 +29,11 @@ type InputRequired struct {
 // revision and REST get the same answer. A nil error and nil InputRequired means
 // the call proceeds (flag policy, or an accepted answer whose nonce is now spent).
 func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
-	if g.confirms == nil || g.keys == nil {
-		return nil, nil
+	policy, aerr := g.DestructiveConfirmation(ctx, p.WorkspaceID)
+	if aerr != nil {
+		return nil, aerr
 	}
-	raw, err := g.confirms.DestructiveConfirmation(ctx, p.WorkspaceID)
-	if err != nil {
-		return nil, apperr.As(err)
-	}
-	policy, err := confirm.ParsePolicy(raw)
-	if err != nil || policy == confirm.PolicyFlag {
-		// An unknown stored value cannot be set through the CLI; it is treated
-		// as the default rather than failing every delete in the workspace.
+	if policy == confirm.PolicyFlag {
 		return nil, nil
 	}
 	if !c.req.CanElicit {
@@ -51,6 +47,9 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	if aerr != nil {
 		return nil, aerr
 	}
+	// The person is asked now, or their answer judged: whatever the verdict,
+	// this call's confirmation is the elicitation, not the flag.
+	record.SetConfirmation(&c.rec, audit.ConfirmationElicited)
 	want := confirm.Claims{
 		Workspace:   p.WorkspaceID,
 		User:        p.UserID,
@@ -97,6 +96,26 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	return nil, nil
 }
 
+// DestructiveConfirmation is the policy the guard enforces on ws's destructive
+// tools: the stored one, or flag when this guard has no policy store or key (the
+// policy step is off) or the stored value is unknown (it cannot be set through
+// the CLI; it is treated as the default rather than failing every delete in the
+// workspace). GET /tools reports it, so what it says is what a call gets.
+func (g *Guard) DestructiveConfirmation(ctx context.Context, ws string) (confirm.Policy, *apperr.Error) {
+	if g.confirms == nil || g.keys == nil {
+		return confirm.PolicyFlag, nil
+	}
+	raw, err := g.confirms.DestructiveConfirmation(ctx, ws)
+	if err != nil {
+		return "", apperr.As(err)
+	}
+	policy, err := confirm.ParsePolicy(raw)
+	if err != nil {
+		return confirm.PolicyFlag, nil
+	}
+	return policy, nil
+}
+
 // confirmArg is the argument the seal's digest leaves out: the first call and
 // its retry both carry it, and it says nothing about what is deleted.
 const confirmArg = "confirm"
@@ -125,4 +144,85 @@ func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Too
 		return confirm.Item{Kind: "comment", Key: key, Title: cm.Body}, cm.ID, nil
 	}
 	return confirm.Item{}, "", apperr.Internal(errors.New("no confirmation question for destructive tool " + t.Name))
+}
+
+// errUnconfirmed is the refusal of a destructive call without confirm: true, the
+// same bytes for every caller the preview is not for.
+func errUnconfirmed() *apperr.Error {
+	return apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")
+}
+
+// unconfirmed refuses a destructive call that lacks confirm: true, with a preview
+// of the item when the caller could have read it and deleted it.
+func (g *Guard) unconfirmed(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) *apperr.Error {
+	e := errUnconfirmed()
+	e.Preview = g.preview(ctx, c, p, t, a)
+	return e
+}
+
+// preview is the item a refused delete names, or nil. Its checks run in the order
+// that keeps the refusal from telling anyone more than get_issue or list_comments
+// would: the read scope first (no store read for a token that could not read the
+// item), then the rate limit (the preview is a read, and must not be a way around
+// the limit on reads), then the member record and role (a viewer or a non-member
+// learns nothing), then the item itself in the caller's workspace (an id of
+// another workspace, an unknown id and a tombstone all read as not found), then
+// the delete tools' own permission rule (catalog.MayDelete: a member sees only
+// what they could delete). Every failure, a store error included, is nil: the
+// refusal is then exactly what it was before previews existed, so its bytes say
+// nothing about why.
+func (g *Guard) preview(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) *apperr.Preview {
+	var readScope string
+	switch t.Name {
+	case "delete_issue":
+		readScope = "issues:read"
+	case "delete_comment":
+		readScope = "comments:read"
+	default:
+		return nil
+	}
+	if a.obj == nil || !p.Has(readScope) {
+		return nil
+	}
+	if g.limiter != nil {
+		retry, err := g.limiter.Allow(ctx, p, t.Name, c.now)
+		if err != nil || retry > 0 {
+			return nil
+		}
+	}
+	role, aerr := g.role(ctx, p, t)
+	if aerr != nil {
+		return nil
+	}
+	ws := p.WorkspaceID
+	switch t.Name {
+	case "delete_issue":
+		ref := a.stringArg("issue_id")
+		if ref == "" {
+			return nil
+		}
+		is, err := g.store.GetIssue(ctx, ws, ref)
+		if err != nil || !catalog.MayDelete(role, p.UserID, is.CreatedBy) {
+			return nil
+		}
+		n := is.CommentCount
+		return &apperr.Preview{Kind: "issue", ID: is.ID, Key: is.Key, Title: confirm.Plain(is.Title, confirm.MaxTitleRunes), CommentCount: &n}
+	default: // delete_comment
+		ref := a.stringArg("comment_id")
+		if ref == "" {
+			return nil
+		}
+		cm, err := g.store.GetComment(ctx, ws, ref)
+		if err != nil || !catalog.MayDelete(role, p.UserID, cm.Author) {
+			return nil
+		}
+		pv := &apperr.Preview{Kind: "comment", ID: cm.ID, Title: confirm.Plain(cm.Body, confirm.MaxTitleRunes)}
+		// The issue's key is issue data: shown to a caller who may read issues.
+		if p.Has("issues:read") {
+			if is, err := g.store.GetIssue(ctx, ws, cm.IssueID); err == nil {
+				pv.Key = is.Key
+			}
+		}
+		return pv
+	}
 }

@@ -3,11 +3,15 @@ package guard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
@@ -162,4 +166,128 @@ func TestHumanConfirmation(t *testing.T) {
 			t.Fatalf("got %v", res.Err)
 		}
 	})
+}
+
+// TestConfirmationRecorded: every record says how its call was confirmed: ""
+// for other tools and for a delete stopped before or at the confirm check, flag
+// for one that passed on confirm: true alone (whatever refused it later), and
+// elicited once the person is asked. The question itself is a denial
+// (human_confirmation_required), never a success: nothing was deleted.
+func TestConfirmationRecorded(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &gt.MemorySink{}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	fresh := func(t *testing.T) store.Issue {
+		is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	del := func(id string) json.RawMessage { return json.RawMessage(`{"issue_id":"` + id + `","confirm":true}`) }
+	type step struct {
+		req        func(is store.Issue, prev guard.Result) guard.Request
+		outcome    string
+		reason     apperr.Code
+		confirmStr string
+	}
+	plain := func(p *auth.Principal, tool string, args func(store.Issue) string, canElicit bool) func(store.Issue, guard.Result) guard.Request {
+		return func(is store.Issue, _ guard.Result) guard.Request {
+			return guard.Request{Principal: p, Tool: tool, Args: json.RawMessage(args(is)), Transport: "mcp", CanElicit: canElicit}
+		}
+	}
+	retry := func(resp func(is store.Issue) json.RawMessage) func(store.Issue, guard.Result) guard.Request {
+		return func(is store.Issue, prev guard.Result) guard.Request {
+			return guard.Request{Principal: admin, Tool: "delete_issue", Args: del(is.ID), Transport: "mcp", CanElicit: true,
+				RequestState: prev.InputRequired.State, InputResponses: resp(is)}
+		}
+	}
+	withConfirm := func(is store.Issue) string { return string(del(is.ID)) }
+	cases := []struct {
+		name   string
+		policy string
+		steps  []step
+	}{
+		{"read-only tool", "elicit", []step{{plain(admin, "get_issue", func(is store.Issue) string { return `{"issue_id":"` + is.ID + `"}` }, true), "success", "", ""}}},
+		{"non-destructive write", "require", []step{{plain(admin, "update_issue", func(is store.Issue) string { return `{"issue_id":"` + is.ID + `","title":"x"}` }, false), "success", "", ""}}},
+		{"scope refused before the confirm check", "flag", []step{{plain(gt.Principal(gt.WS, gt.Admin, "issues:read"), "delete_issue", withConfirm, false), "denied", apperr.InsufficientScope, ""}}},
+		{"no confirm", "elicit", []step{{plain(admin, "delete_issue", func(is store.Issue) string { return `{"issue_id":"` + is.ID + `"}` }, true), "denied", apperr.DestructiveFlagMissing, ""}}},
+		{"flag", "flag", []step{{plain(admin, "delete_issue", withConfirm, true), "success", "", audit.ConfirmationFlag}}},
+		{"flag, refused later", "flag", []step{{plain(gt.Principal(gt.WS, gt.Viewer, auth.AllScopes...), "delete_issue", withConfirm, false), "denied", apperr.PermissionDenied, audit.ConfirmationFlag}}},
+		{"elicit, client cannot ask", "elicit", []step{{plain(admin, "delete_issue", withConfirm, false), "success", "", audit.ConfirmationFlag}}},
+		{"require, client cannot ask", "require", []step{{plain(admin, "delete_issue", withConfirm, false), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationFlag}}},
+		{"elicit, accepted", "elicit", []step{
+			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},
+			{retry(func(is store.Issue) json.RawMessage { return answer("accept", is.Key) }), "success", "", audit.ConfirmationElicited},
+		}},
+		{"require, declined", "require", []step{
+			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},
+			{retry(func(store.Issue) json.RawMessage { return answer("decline", "") }), "denied", apperr.ConfirmationDeclined, audit.ConfirmationElicited},
+		}},
+		{"elicit, state from another call", "elicit", []step{
+			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},
+			{func(is store.Issue, prev guard.Result) guard.Request {
+				return guard.Request{Principal: admin, Tool: "delete_issue", Args: del(w.Issue.ID), Transport: "mcp", CanElicit: true,
+					RequestState: prev.InputRequired.State, InputResponses: answer("accept", w.Issue.Key)}
+			}, "denied", apperr.ConfirmationInvalid, audit.ConfirmationElicited},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, tc.policy); err != nil {
+				t.Fatal(err)
+			}
+			is := fresh(t)
+			var prev guard.Result
+			for i, s := range tc.steps {
+				sink.Reset()
+				res := g.Call(ctx, s.req(is, prev))
+				recs := sink.Records()
+				if len(recs) != 1 {
+					t.Fatalf("step %d: %d records", i, len(recs))
+				}
+				r := recs[0]
+				if r.Outcome != s.outcome || r.Reason != string(s.reason) || r.Confirmation != s.confirmStr {
+					t.Errorf("step %d: outcome %q reason %q confirmation %q, want %q %q %q",
+						i, r.Outcome, r.Reason, r.Confirmation, s.outcome, s.reason, s.confirmStr)
+				}
+				if err := r.Validate(); err != nil {
+					t.Errorf("step %d: %v", i, err)
+				}
+				if s.reason == apperr.HumanConfirmationRequired && s.confirmStr == audit.ConfirmationElicited &&
+					(res.InputRequired == nil || res.Err != nil) {
+					t.Fatalf("step %d: the question was not answered input_required: %v", i, res.Err)
+				}
+				prev = res
+			}
+		})
+	}
+}
+
+// TestQuestionWithoutRecord: a question whose record cannot be written is not
+// put: the caller gets internal_error, as for any call without a record.
+func TestQuestionWithoutRecord(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &gt.MemorySink{Fail: errors.New("disk full")}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Confirmations: w.Store, Keyring: keys,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+	res := g.Call(ctx, guard.Request{Principal: gt.Principal(gt.WS, gt.Admin, auth.AllScopes...), Tool: "delete_issue",
+		Args: json.RawMessage(`{"issue_id":"` + w.Issue.ID + `","confirm":true}`), Transport: "mcp", CanElicit: true})
+	if res.InputRequired != nil || res.Err == nil || res.Err.Code != apperr.InternalError {
+		t.Fatalf("input required %v, err %v", res.InputRequired, res.Err)
+	}
 }

@@ -303,8 +303,13 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		// Before confirm: which confirm the caller meant is exactly what is unknown.
 		return Result{Err: apperr.New(apperr.InvalidArguments, a.problem)}
 	}
-	if t.RequiresConfirm() && !a.confirmed() {
-		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
+	if t.RequiresConfirm() {
+		if !a.confirmed() {
+			return Result{Err: g.unconfirmed(ctx, c, *p, t, a)}
+		}
+		// From here on the call carries the spec's flag; humanConfirmation
+		// raises it to elicited once the person is asked.
+		record.SetConfirmation(&c.rec, audit.ConfirmationFlag)
 	}
 	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {
 		return Result{Err: err}
@@ -521,10 +526,16 @@ func topLevelID(b []byte) string {
 func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage bool) {
 	end := g.now().UTC()
 	code := apperr.Code("")
-	if res.Err != nil {
+	switch {
+	case res.Err != nil:
 		code = res.Err.Code
 		res.JSON = nil
 		res.Replay = false
+	case res.InputRequired != nil:
+		// Nothing was deleted: the call is held until a person confirms, and
+		// the retry is a call (and a record) of its own. Recording it as a
+		// success would count a delete that did not happen (docs/decisions.md).
+		code = apperr.HumanConfirmationRequired
 	}
 	record.Finish(&c.rec, end, code, res.Replay, time.Since(c.started))
 
@@ -558,7 +569,7 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 	if auditErr != nil {
 		g.log.Error("audit record not delivered", "audit_fallback", true, "record", c.rec, "err", auditErr)
 		if res.Err == nil {
-			res.JSON, res.Replay = nil, false
+			res.JSON, res.Replay, res.InputRequired = nil, false, nil
 			res.Err = apperr.Internal(fmt.Errorf("audit: %w", auditErr))
 		}
 	}

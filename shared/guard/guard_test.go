@@ -220,7 +220,15 @@ func TestConfirmMatrix(t *testing.T) {
 					t.Fatalf("code = %q, want %q", code(res), c.want)
 				}
 				if c.want == apperr.DestructiveFlagMissing {
-					body, _ := json.Marshal(res.Err.Body())
+					// The admin may read and delete the item: the refusal names it
+					// (TestPreviewOnMissingConfirm has who may not), and is
+					// otherwise the spec's.
+					b := res.Err.Body()
+					if pv := b.Preview; pv == nil || pv.Kind != strings.TrimPrefix(tool, "delete_") || pv.ID != res.Record.ResourceID {
+						t.Errorf("preview = %+v", pv)
+					}
+					b.Preview = nil
+					body, _ := json.Marshal(b)
 					if string(body) != `{"error":"confirm: true required for destructive operations","code":"destructive_flag_missing"}` {
 						t.Errorf("body = %s", body)
 					}

@@ -50,8 +50,8 @@ func TestArgsAndIdempotencyKeyAreKeyedHMACs(t *testing.T) {
 			t.Errorf("record line contains %q: %s", leak, line)
 		}
 	}
-	if a1.EventVersion != "1.2" || len(a1.ArgsHMAC) != 64 || len(a1.IdempotencyKeyHMAC) != 64 {
-		t.Fatalf("record %+v, want 1.2 with both HMACs", a1)
+	if a1.EventVersion != audit.EventVersion || len(a1.ArgsHMAC) != 64 || len(a1.IdempotencyKeyHMAC) != 64 {
+		t.Fatalf("record %+v, want %s with both HMACs", a1, audit.EventVersion)
 	}
 	if a1.ArgsHMAC != a2.ArgsHMAC || a1.IdempotencyKeyHMAC != a2.IdempotencyKeyHMAC {
 		t.Error("the same call under the same key gave other digests")

@@ -9,7 +9,8 @@ import (
 
 // Limiter decides whether a call may proceed. It is consulted after the scope and
 // confirm checks and before argument validation, so a flood of malformed calls is
-// throttled too.
+// throttled too; and for a delete refused for its missing confirm, before the
+// preview reads the item, so those refusals are not a way around it for reads.
 //
 // Allow returns retryAfter > 0 when the call must be refused. An error means the
 // limiter could not decide (its store failed); the guard then lets the call through

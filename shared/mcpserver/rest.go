@@ -7,6 +7,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 )
 
 // ToolAnnotations is the annotation block of GET /tools, with MCP's names.
@@ -34,7 +35,12 @@ type ToolInfo struct {
 
 // ToolList is the body of GET /tools.
 type ToolList struct {
-	Tools []ToolInfo `json:"tools"`
+	// DestructiveConfirmation is the caller's workspace policy for destructive
+	// tools (flag, elicit or require; docs/security.md section 7), as the guard
+	// enforces it: a client that cannot elicit learns up front whether its deletes
+	// will be refused with human_confirmation_required.
+	DestructiveConfirmation confirm.Policy `json:"destructive_confirmation"`
+	Tools                   []ToolInfo     `json:"tools"`
 }
 
 // serveToolList is GET /tools: every tool, in catalog order, whether or not this
@@ -56,7 +62,13 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, apperr.Internal(err).Body())
 		return
 	}
-	list := ToolList{Tools: []ToolInfo{}}
+	policy, aerr := h.guard.DestructiveConfirmation(r.Context(), p.WorkspaceID)
+	if aerr != nil {
+		h.log.Error("confirmation policy not read for GET /tools", "request_id", stateOf(r.Context()).requestID, "err", aerr)
+		writeJSON(w, aerr.Code.HTTPStatus(), aerr.Body())
+		return
+	}
+	list := ToolList{DestructiveConfirmation: policy, Tools: []ToolInfo{}}
 	for _, t := range h.cat.Tools() {
 		list.Tools = append(list.Tools, ToolInfo{
 			Name:        t.Name,

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -231,7 +232,10 @@ func TestRESTStatuses(t *testing.T) {
 			if body.Code != c.code || body.Error == "" {
 				t.Errorf("body = %s", r.body)
 			}
-			if c.code == "destructive_flag_missing" && compact(t, r.body) != `{"error":"confirm: true required for destructive operations","code":"destructive_flag_missing"}` {
+			// The admin may read and delete the issue: the refusal previews it
+			// (TestPreviewGolden has the callers it does not).
+			if c.code == "destructive_flag_missing" && compact(t, r.body) != `{"error":"confirm: true required for destructive operations","code":"destructive_flag_missing",`+
+				`"preview":{"kind":"issue","id":"`+s.w.Issue.ID+`","key":"`+s.w.Issue.Key+`","title":"First","comment_count":1}}` {
 				t.Errorf("body = %s", r.body)
 			}
 			if c.code == "insufficient_scope" && !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="issues:write"`) {
@@ -331,7 +335,8 @@ func TestMCPConfirmMatrix(t *testing.T) {
 				return
 			}
 			if !tr.IsError || tr.StructuredContent != nil || len(tr.Content) != 1 || tr.Content[0].Type != "text" ||
-				tr.Content[0].Text != `{"error":"confirm: true required for destructive operations","code":"destructive_flag_missing"}` {
+				tr.Content[0].Text != `{"error":"confirm: true required for destructive operations","code":"destructive_flag_missing",`+
+					`"preview":{"kind":"issue","id":"`+args["issue_id"].(string)+`","key":"`+issueKey(t, s, args["issue_id"].(string))+`","title":"Fresh","comment_count":0}}` {
 				t.Fatalf("result: %+v", tr)
 			}
 			if rec.Reason != "destructive_flag_missing" || rec.ConfirmPresent {
@@ -339,6 +344,16 @@ func TestMCPConfirmMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// issueKey is the key of the issue id names in the seeded workspace.
+func issueKey(t *testing.T, s *server, id string) string {
+	t.Helper()
+	is, err := s.w.Store.GetIssue(context.Background(), gt.WS, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is.Key
 }
 
 // TestBodyLimit: an oversized body is refused with 413 before anything parses it,

@@ -70,7 +70,8 @@ test('list, read, write, denied and confirmed destructive call', async () => {
     assert.match(issue.key, /^[A-Z]+-\d+$/);
 
     const denied = await client.callTool({ name: 'delete_issue', arguments: { issue_id: issue.id } });
-    assert.deepEqual(errorBody(denied), CONFIRM);
+    // The token may read and delete the issue: the refusal previews it.
+    assert.deepEqual(errorBody(denied), { ...CONFIRM, preview: { kind: 'issue', id: issue.id, key: issue.key, title: issue.title, comment_count: 0 } });
     const still = await client.callTool({ name: 'get_issue', arguments: { issue_id: issue.key } });
     assert.equal(still.structuredContent?.id, issue.id, 'the refused delete changed nothing');
 

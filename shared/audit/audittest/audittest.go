@@ -83,6 +83,12 @@ func Confirmed(v bool) func(*audit.Record) {
 	return func(r *audit.Record) { r.ConfirmPresent = v }
 }
 
+// Confirmation returns a mod that sets how a destructive call was confirmed
+// (audit.ConfirmationFlag, audit.ConfirmationElicited, or "").
+func Confirmation(kind string) func(*audit.Record) {
+	return func(r *audit.Record) { r.Confirmation = kind }
+}
+
 // Client returns a mod that sets the OAuth client the token was issued to ("" for a
 // personal token).
 func Client(id string) func(*audit.Record) {

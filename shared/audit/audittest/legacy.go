@@ -100,6 +100,13 @@ func LegacyLine(r audit.Record) []byte {
 // where 1.2 has their HMACs.
 func V11Line(r audit.Record) []byte { return legacyLine(r, audit.EventVersion11) }
 
+// V12Line encodes r as a version 1.2 writer did: no confirmation (added in 1.3).
+func V12Line(r audit.Record) []byte {
+	r.EventVersion, r.Confirmation = audit.EventVersion12, ""
+	line := audit.AppendLine(nil, r)
+	return bytes.Replace(line, []byte(`,"confirmation":""`), nil, 1)
+}
+
 // legacyRow is the Parquet row of a version 1.0 compaction: the columns before
 // client_id, event_type and action existed.
 type legacyRow struct {

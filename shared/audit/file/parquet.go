@@ -48,6 +48,9 @@ type parquetRow struct {
 	ClientID           string   `parquet:"client_id"`
 	EventType          string   `parquet:"event_type"`
 	Action             string   `parquet:"action"`
+	// A file compacted by a writer before 1.3 has no confirmation column: it
+	// reads "", what those records meant.
+	Confirmation string `parquet:"confirmation"`
 	// The 1.0 and 1.1 digests (audit.Record says why they are kept).
 	ArgsSHA256     string `parquet:"args_sha256"`
 	IdempotencyKey string `parquet:"idempotency_key"`

@@ -127,7 +127,7 @@ func TestViewRoundTripsRecords(t *testing.T) {
 		got[c] = res.Rows[0][i]
 	}
 	want := map[string]any{
-		"event_id": r.EventID, "event_version": "1.2", "timestamp": "2025-06-22T07:30:00.123Z",
+		"event_id": r.EventID, "event_version": audit.EventVersion, "timestamp": "2025-06-22T07:30:00.123Z",
 		"tool": "delete_issue", "outcome": "denied", "reason": "destructive_flag_missing",
 		"scopes_provided": []any{"issues:read", "issues:write"}, "scopes_required": []any{"issues:write"},
 		"workspace_id": "demo", "user_id": "dev", "token_id": "tok_test",
@@ -137,7 +137,8 @@ func TestViewRoundTripsRecords(t *testing.T) {
 		"protocol_version": "2025-11-25", "user_agent": "audittest/1.0", "source_ip": "127.0.0.1",
 		"args_hmac": r.ArgsHMAC, "duration_ms": int64(17), "transport": "mcp",
 		"client_id": "https://claude.ai/oauth/mcp-oauth-client-metadata", "event_type": "tool_call", "action": "",
-		// A 1.2 line has no legacy columns: NULL, as in Athena.
+		"confirmation": "",
+		// A current line has no legacy columns: NULL, as in Athena.
 		"args_sha256": nil, "idempotency_key": nil,
 		// Partition values stay strings: hour=07 is "07", not 7.
 		"dt": "2025-06-22", "hour": "07",
@@ -339,8 +340,8 @@ func TestViewOverVersion10Files(t *testing.T) {
 			writeRecords(t, dir, []audit.Record{cur, authz})
 		}, [][]any{
 			{"1.0", nil, nil, nil, int64(3), int64(3), int64(3)},
-			{"1.2", "c_1", "authorization", "token_issued", int64(1), int64(0), int64(0)},
-			{"1.2", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+			{audit.EventVersion, "c_1", "authorization", "token_issued", int64(1), int64(0), int64(0)},
+			{audit.EventVersion, "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
 		}},
 		{"1.0 and 1.1 Parquet", func(t *testing.T, dir string) {
 			legacyParquet(t, dir, p1)
@@ -350,7 +351,7 @@ func TestViewOverVersion10Files(t *testing.T) {
 			}
 		}, [][]any{
 			{"1.0", nil, nil, nil, int64(1), int64(1), int64(1)},
-			{"1.2", "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
+			{audit.EventVersion, "c_1", "tool_call", "", int64(1), int64(1), int64(0)},
 		}},
 	}
 	for _, tt := range tests {
@@ -397,7 +398,40 @@ func TestViewOverVersion11And12Lines(t *testing.T) {
 		FROM audit_log ORDER BY event_version`).Rows
 	want := [][]any{
 		{"1.1", old.ArgsHMAC, "retry-1", nil, nil},
-		{"1.2", nil, nil, cur.ArgsHMAC, cur.IdempotencyKeyHMAC},
+		{audit.EventVersion, nil, nil, cur.ArgsHMAC, cur.IdempotencyKeyHMAC},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rows %v\nwant %v", got, want)
+	}
+}
+
+// A 1.2 line, written before confirmation existed, reads NULL there, as Athena
+// reads the column a file lacks; the saved queries' coalesce to the empty string
+// gives it its meaning (no confirmation recorded), next to 1.3 lines that carry
+// flag or elicited.
+func TestViewOverVersion12Lines(t *testing.T) {
+	h := time.Date(2025, 6, 22, 10, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	old := audittest.Record(h, audittest.Tool("delete_issue"), audittest.Confirmed(true))
+	d := filepath.Join(dir, file.Subdir, "dt="+h.Format(time.DateOnly), "hour=10")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "v12.json"), audittest.V12Line(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flag := audittest.Record(h.Add(time.Minute), audittest.Tool("delete_issue"), audittest.Confirmed(true),
+		audittest.Confirmation(audit.ConfirmationFlag))
+	asked := audittest.Record(h.Add(2*time.Minute), audittest.Tool("delete_issue"), audittest.Confirmed(true),
+		audittest.Confirmation(audit.ConfirmationElicited))
+	writeRecords(t, dir, []audit.Record{flag, asked})
+	e := openEngine(t, dir)
+	got := run(t, e, `SELECT event_version, confirmation, coalesce(confirmation, '') AS c
+		FROM audit_log ORDER BY "timestamp"`).Rows
+	want := [][]any{
+		{audit.EventVersion12, nil, ""},
+		{audit.EventVersion, audit.ConfirmationFlag, audit.ConfirmationFlag},
+		{audit.EventVersion, audit.ConfirmationElicited, audit.ConfirmationElicited},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rows %v\nwant %v", got, want)

@@ -86,6 +86,55 @@ func TestSavedQueries(t *testing.T) {
 				},
 			}
 		}},
+		{"destructive_by_confirmation", func(d *dataset) want {
+			const claudeID, chatgptID = "https://claude.ai/oauth/mcp-oauth-client-metadata", "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD"
+			named := func(n string) func(*audit.Record) { return func(r *audit.Record) { r.ClientName = n } }
+			claude := func(r *audit.Record) { at.Client(claudeID)(r); named("claude-ai")(r) }
+			chatgpt := func(r *audit.Record) { at.Client(chatgptID)(r); named("openai-mcp")(r) }
+			del, delc := at.Tool("delete_issue"), at.Tool("delete_comment")
+			flag, asked := at.Confirmation(audit.ConfirmationFlag), at.Confirmation(audit.ConfirmationElicited)
+			yes := at.Confirmed(true)
+			day := d.day(1)
+			// claude, on confirm: true alone: two deletes, one of a comment that
+			// was not found; and one refused for its missing confirm.
+			dup := d.add(2, day, del, yes, flag, claude, at.Who("w1", "tA"))
+			d.recs = append(d.recs, dup) // delivered twice: counted once
+			d.add(1, day.Add(time.Hour), delc, yes, flag, at.Failed("not_found"), claude, at.Who("w1", "tA"))
+			d.add(1, day.Add(time.Hour), del, at.Denied("destructive_flag_missing"), claude, at.Who("w1", "tA"))
+			// claude, in an elicit workspace: three questions; two accepted, one
+			// declined; one retry with a state of another call.
+			d.add(3, day.Add(2*time.Hour), del, yes, asked, at.Denied("human_confirmation_required"), claude, at.Who("w2", "tB"))
+			d.add(2, day.Add(2*time.Hour+time.Minute), del, yes, asked, claude, at.Who("w2", "tB"))
+			d.add(1, day.Add(2*time.Hour+2*time.Minute), del, yes, asked, at.Denied("confirmation_declined"), claude, at.Who("w2", "tB"))
+			d.add(1, day.Add(2*time.Hour+3*time.Minute), del, yes, asked, at.Denied("confirmation_invalid"), claude, at.Who("w2", "tB"))
+			// The same connector, other software.
+			d.add(1, d.day(2), del, yes, flag, at.Client(claudeID), named("claude-code"), at.Who("w1", "tC"))
+			// chatgpt in a require workspace cannot ask: refused on the flag; and
+			// refused its scope before the confirm check.
+			d.add(1, day, del, yes, flag, at.Denied("human_confirmation_required"), chatgpt, at.Who("w2", "tD"))
+			d.add(1, day, delc, yes, at.Denied("insufficient_scope"), chatgpt, at.Who("w2", "tD"))
+			// A personal token without confirm; the harness writes some of these
+			// as 1.0 lines (no confirmation at all), which count as '' too.
+			d.add(2, day, del, at.Denied("destructive_flag_missing"), named("aacmcp-cli"), at.Who("w1", "tP"))
+			// Not counted: not destructive, no known client (invalid token), not a
+			// tool call, outside the 30 days.
+			d.add(4, day, at.Tool("get_issue"), claude)
+			d.add(3, day, del, at.Denied("invalid_token"), at.Who("", ""))
+			d.add(1, day, at.Authorization(audit.ActionGrantRevoked), claude, func(r *audit.Record) { r.Destructive = true })
+			d.add(5, d.day(31), del, yes, flag, claude)
+			return want{
+				[]string{"client_id", "client_name", "confirmation", "calls", "succeeded", "asked", "declined", "refused", "failed"},
+				[][]any{
+					{"", "aacmcp-cli", "", int64(2), int64(0), int64(0), int64(0), int64(2), int64(0)},
+					{chatgptID, "openai-mcp", "", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
+					{chatgptID, "openai-mcp", "flag", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
+					{claudeID, "claude-ai", "", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
+					{claudeID, "claude-ai", "elicited", int64(7), int64(2), int64(3), int64(1), int64(1), int64(0)},
+					{claudeID, "claude-ai", "flag", int64(3), int64(2), int64(0), int64(0), int64(0), int64(1)},
+					{claudeID, "claude-code", "flag", int64(1), int64(1), int64(0), int64(0), int64(0), int64(0)},
+				},
+			}
+		}},
 		{"denied_by_reason_24h", func(d *dataset) want {
 			w1 := at.Who("w1", "tA")
 			// The authorization server's denials are not tool calls.
@@ -97,6 +146,14 @@ func TestSavedQueries(t *testing.T) {
 			d.add(2, d.now.Add(-2*time.Hour), at.Tool("list_issues"), at.Denied("insufficient_scope"), at.Who("w2", "tC"))
 			d.add(1, d.now.Add(-time.Hour), at.Denied("invalid_token"), at.Who("", ""))
 			d.add(1, d.now.Add(-3*time.Hour), at.Tool("update_issue"), at.Denied("permission_denied"), w1)
+			// A client that cannot ask is refused; questions put to a person are not.
+			// (Through a connector: the harness writes personal-token records as
+			// 1.0 lines, and no 1.0 writer asked anyone.)
+			conn := at.Client("c_1")
+			d.add(1, d.now.Add(-4*time.Hour), at.Tool("delete_issue"), at.Confirmed(true), at.Confirmation(audit.ConfirmationFlag),
+				at.Denied("human_confirmation_required"), conn, w1)
+			d.add(4, d.now.Add(-4*time.Hour), at.Tool("delete_issue"), at.Confirmed(true), at.Confirmation(audit.ConfirmationElicited),
+				at.Denied("human_confirmation_required"), conn, w1)
 			// Outside the window, or not denied.
 			d.add(3, d.now.Add(-25*time.Hour), at.Tool("delete_issue"), at.Denied("destructive_flag_missing"), w1)
 			d.add(1, d.now.Add(-48*time.Hour), at.Denied("rate_limited"), w1)
@@ -107,6 +164,7 @@ func TestSavedQueries(t *testing.T) {
 				[][]any{
 					{"destructive_flag_missing", int64(3), int64(2), int64(1)},
 					{"insufficient_scope", int64(2), int64(1), int64(1)},
+					{"human_confirmation_required", int64(1), int64(1), int64(1)},
 					{"invalid_token", int64(1), int64(0), int64(0)},
 					{"permission_denied", int64(1), int64(1), int64(1)},
 				},
@@ -195,6 +253,11 @@ func TestSavedQueries(t *testing.T) {
 			inFlight(15, at.Who("w2", "tLate")) // a spike only in the minutes Athena lacks
 			recent(9, at.Who("w2", "tEdge"))
 			inFlight(3, at.Who("w2", "tEdge")) // 9 + 3 would alert; the 3 are not in Athena yet
+			// Twelve deletes in an elicit workspace: twelve questions, not denials.
+			for i := range 12 {
+				d.add(1, end.Add(-time.Duration(1+4*i)*time.Minute), at.Tool("delete_issue"), at.Confirmed(true),
+					at.Confirmation(audit.ConfirmationElicited), at.Denied("human_confirmation_required"), at.Client("c_1"), at.Who("w2", "tAsked"))
+			}
 			d.add(30, d.now.Add(-30*time.Hour), denied, at.Who("w1", "tOld"))
 			d.add(15, d.now.Add(-5*time.Minute), denied, at.Who("", "")) // no token: not a token spike
 			for i := range 12 {                                          // the authorization server's, not tool calls
@@ -359,6 +422,10 @@ func TestSavedQueriesArePortable(t *testing.T) {
 			}
 			if strings.Contains(body, "client_id") && !strings.Contains(body, "coalesce(client_id, '')") {
 				t.Error("client_id read without coalesce(client_id, '')")
+			}
+			// confirmation came with 1.3: NULL in older records, read as ''.
+			if strings.Contains(body, "confirmation") && !strings.Contains(body, "coalesce(confirmation, '')") {
+				t.Error("confirmation read without coalesce(confirmation, '')")
 			}
 			if !strings.Contains(body, eventType+" = 'tool_call'") {
 				t.Error("every saved query is about tool calls: it must filter coalesce(event_type, 'tool_call') = 'tool_call'")

@@ -27,11 +27,13 @@ const MaxText = 128
 
 // MaxClientID bounds the OAuth client id copied into a record. Client ids are
 // chosen by the server (registrations) or are the URL of a client's metadata
-// document, which real clients keep short. 144 bytes is what leaves a record of a
-// real principal whole (tool, ids and a source at MaxSourceIP) under the 1 KB line
-// beside the two 64-character HMACs of event version 1.2, once Fit has cut the
-// descriptive text; at 192 such a record lost its tool and source.
-const MaxClientID = 144
+// document, which real clients keep short (claude.ai's is 50 bytes). 104 bytes is
+// what leaves a record of a real principal whole (tool, ids and a source at
+// MaxSourceIP) under the 1 KB line beside the two 64-character HMACs of 1.2 and
+// the confirmation of 1.3, with the longest reason (human_confirmation_required)
+// and confirmation (elicited), once Fit has cut the descriptive text. It was 144
+// before 1.3 added confirmation; at 144 such a record now loses its source.
+const MaxClientID = 104
 
 // MaxSourceIP bounds the source address. The longest textual address is 45 bytes
 // (an IPv6 address with an IPv4 tail, ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255);
@@ -111,6 +113,11 @@ func Describe(r *audit.Record, readOnly, destructive bool, scopes []string) {
 // caller-chosen text.
 func SetResourceID(r *audit.Record, id string) { r.ResourceID = Truncate(id, MaxText) }
 
+// SetConfirmation records how a destructive call was confirmed (audit.ConfirmationFlag
+// or audit.ConfirmationElicited). The guard calls it as the call passes each step,
+// so the record keeps the furthest one the call reached.
+func SetConfirmation(r *audit.Record, kind string) { r.Confirmation = kind }
+
 // SetArgs records the keyed digest of a call's arguments in their canonical
 // encoding (the guard decodes and canonicalises them once, for every step), never
 // the arguments: they may hold personal data.
@@ -151,8 +158,8 @@ func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d tim
 // request carries: ids as long as MaxText, which only a refused token's presented
 // id reaches. Cutting the longest first keeps the short ids whole longest.
 //
-// The outcome, reason, time, event id, scopes, flags and the digests (fixed-size
-// HMACs) are never cut; they fit in a third of the line.
+// The outcome, reason, confirmation, time, event id, scopes, flags and the digests
+// (fixed-size HMACs) are never cut; they fit in a third of the line.
 //
 // The line is measured by encoding it with the sinks' own encoder, so the bound
 // holds for the bytes they write, escapes included; into a buffer on the stack,

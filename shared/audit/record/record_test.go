@@ -133,6 +133,9 @@ func TestBuildStaysUnderTheLine(t *testing.T) {
 		{"multi-byte", "\u00e9", apperr.InsufficientScope},
 		{"escaped", "\"", apperr.InternalError},
 		{"control", "\x01", ""},
+		// The longest reason, on the record that also carries the longest
+		// confirmation (the question put to a person).
+		{"longest reason", "a", apperr.HumanConfirmationRequired},
 	} {
 		for _, req := range []struct {
 			name string
@@ -144,6 +147,7 @@ func TestBuildStaysUnderTheLine(t *testing.T) {
 				SetResourceID(&r, strings.Repeat(tt.filler, 4*MaxText))
 				r.ArgsHMAC = strings.Repeat("a", 64)
 				r.IdempotencyKeyHMAC = strings.Repeat("b", 64)
+				SetConfirmation(&r, audit.ConfirmationElicited)
 				Finish(&r, end, tt.code, false, 1500*time.Millisecond)
 
 				line, err := audit.MarshalLine(r)
@@ -167,8 +171,8 @@ func TestBuildStaysUnderTheLine(t *testing.T) {
 				if len(r.SourceIP) > MaxSourceIP || len(r.ClientID) > MaxClientID {
 					t.Errorf("source_ip %d bytes, client_id %d bytes: over their caps", len(r.SourceIP), len(r.ClientID))
 				}
-				// The outcome and the digests are never cut.
-				if r.Reason != string(tt.code) || r.Outcome != string(tt.code.Outcome()) || r.DurationMS != 1500 ||
+				// The outcome, the confirmation and the digests are never cut.
+				if r.Reason != string(tt.code) || r.Confirmation != audit.ConfirmationElicited || r.Outcome != string(tt.code.Outcome()) || r.DurationMS != 1500 ||
 					r.Timestamp != audit.FormatTime(end) || len(r.ArgsHMAC) != 64 || len(r.IdempotencyKeyHMAC) != 64 {
 					t.Errorf("record lost its outcome or digests: %+v", r)
 				}
