@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,9 +92,31 @@ type SecretSource func(ctx context.Context, stage string) (value string, ok bool
 // SecretsKeyring builds the keyring from a Secrets Manager secret whose value is a
 // base64 32-byte key: AWSCURRENT seals and opens, AWSPREVIOUS still opens. A
 // rotation moves the old value to AWSPREVIOUS, so a state sealed just before it
-// opens until it expires, as long as Lambdas reload the secret at least every
-// Lifetime (the cache TTL of the caller).
+// opens until it expires. The keyring reloads the secret while the process runs
+// (reload.go): every RefreshEvery, and when a state names a key id it does not
+// hold (rate-limited), so a warm Lambda follows a rotation without a cold start.
+// The first read must succeed; later failures keep the keys in use.
 func SecretsKeyring(ctx context.Context, get SecretSource) (*Keyring, error) {
+	load := func(ctx context.Context) (*keySet, error) { return loadSecretKeys(ctx, get) }
+	set, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := &Keyring{ring: &ring{reload: &reloader{load: load, log: slog.Default()}}}
+	k.set.Store(set)
+	return k, nil
+}
+
+// SetLogger sets where a keyring that reloads reports failed reloads.
+func (k *Keyring) SetLogger(log *slog.Logger) {
+	if k.reload != nil && log != nil {
+		k.reload.mu.Lock()
+		k.reload.log = log
+		k.reload.mu.Unlock()
+	}
+}
+
+func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
 	cur, ok, err := get(ctx, "AWSCURRENT")
 	if err != nil {
 		return nil, fmt.Errorf("confirm: read current key: %w", err)
@@ -117,7 +140,7 @@ func SecretsKeyring(ctx context.Context, get SecretSource) (*Keyring, error) {
 			keys = append(keys, p)
 		}
 	}
-	return NewKeyring(current, keys...)
+	return newKeySet(current, keys...)
 }
 
 func decodeSecret(v string) (Key, error) {
