@@ -1,5 +1,5 @@
 // Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, pinned in test/package-lock.json) against
+// (@modelcontextprotocol/conformance 0.2, installed as conformance-next and pinned in test/package-lock.json) against
 // `aacmcp serve`. The suite's CLI cannot send a token, so it talks to the server
 // through AuthProxy, a loopback reverse proxy that adds the Authorization header
 // and changes nothing else: authentication stays on, and the Host and Origin the
