@@ -143,10 +143,18 @@ func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
 	return newKeySet(current, keys...)
 }
 
+// decodeSecret reads a key secret's value: 64 hex characters (what the stack's
+// generated secret holds, since Secrets Manager's generator draws from a
+// character set and cannot emit base64 padding) or base64 of 32 bytes (what the
+// data folder's confirm.key holds, and what an operator may put by hand).
 func decodeSecret(v string) (Key, error) {
-	secret, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	secret, err := hex.DecodeString(v)
 	if err != nil || len(secret) != KeySize {
-		return Key{}, fmt.Errorf("confirm: the key secret is not a base64 %d-byte key", KeySize)
+		secret, err = base64.StdEncoding.DecodeString(v)
+	}
+	if err != nil || len(secret) != KeySize {
+		return Key{}, fmt.Errorf("confirm: the key secret is neither %d hex characters nor base64 of %d bytes", 2*KeySize, KeySize)
 	}
 	return Key{ID: keyID(secret), Secret: secret}, nil
 }
