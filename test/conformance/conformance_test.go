@@ -267,7 +267,7 @@ func TestServerScenarios(t *testing.T) {
 				t.Errorf("the suite exited with %v", runErr)
 			}
 			if t.Failed() {
-				t.Logf("suite output:\n%s\nserver log:\n%s", out, srv.Logs())
+				t.Logf("suite output:\n%s\nproxy log:\n%s\nserver log:\n%s", out, proxy.Log(), srv.Logs())
 			}
 		})
 	}
