@@ -34,6 +34,7 @@ type reloader struct {
 	load func(ctx context.Context) (*keySet, error)
 	log  *slog.Logger
 
+	// mu guards the fields below and is held for the whole of a reload.
 	mu sync.Mutex
 	// loaded is when the keys in use were read; tried when a reload was last
 	// attempted. Both are on the caller's clock (the now of Seal and Open), so a
@@ -42,41 +43,41 @@ type reloader struct {
 }
 
 // keys returns the keys to use at now, reloading them first when they are
-// older than RefreshEvery.
+// older than RefreshEvery. Only one caller reloads: while it waits on Secrets
+// Manager the others go on with the keys in use, which are still valid.
 func (r *ring) keys(now time.Time) *keySet {
-	if r.reload != nil {
-		r.reload.mu.Lock()
-		if r.reload.loaded.IsZero() {
+	if rl := r.reload; rl != nil && rl.mu.TryLock() {
+		if rl.loaded.IsZero() {
 			// The first use anchors the age on the caller's clock: the keys were
 			// read at construction, just before.
-			r.reload.loaded = now
+			rl.loaded = now
 		}
-		stale := now.Sub(r.reload.loaded) >= RefreshEvery
-		r.reload.mu.Unlock()
-		if stale {
-			r.refresh(now)
+		if now.Sub(rl.loaded) >= RefreshEvery {
+			r.refreshLocked(now)
 		}
+		rl.mu.Unlock()
 	}
 	return r.set.Load()
 }
 
 // keysFor is the AEAD of key id after a reload, for a state sealed under a key
-// this instance does not hold yet.
+// this instance does not hold yet. It waits for a reload in flight: that one
+// may be bringing the key.
 func (r *ring) keysFor(id string, now time.Time) (cipher.AEAD, bool) {
 	if r.reload == nil {
 		return nil, false
 	}
-	r.refresh(now)
+	r.reload.mu.Lock()
+	r.refreshLocked(now)
+	r.reload.mu.Unlock()
 	a, ok := r.set.Load().aeads[id]
 	return a, ok
 }
 
-// refresh reloads the keys unless a reload was tried less than
-// RefreshMinInterval ago.
-func (r *ring) refresh(now time.Time) {
+// refreshLocked reloads the keys unless a reload was tried less than
+// RefreshMinInterval ago. The caller holds reload.mu.
+func (r *ring) refreshLocked(now time.Time) {
 	rl := r.reload
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
 	if !rl.tried.IsZero() && now.Sub(rl.tried) < RefreshMinInterval {
 		return
 	}
