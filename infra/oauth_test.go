@@ -221,7 +221,7 @@ func TestMCPRoleCannotReachOAuthState(t *testing.T) {
 			if strings.Contains(text, tokensTable) {
 				t.Errorf("mcp role reaches the tokens table: %s", text)
 			}
-			if strings.Contains(text, dynamo.OAuthPrefix) || strings.Contains(text, dynamo.MemberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") && !strings.Contains(text, "AuditHmacKey") {
+			if strings.Contains(text, dynamo.OAuthPrefix) || strings.Contains(text, dynamo.MemberLookupPrefix) || strings.Contains(text, "secretsmanager:GetSecretValue") && !strings.Contains(text, "AutopilotWebhookSecret") && !strings.Contains(text, "AuditHmacKey") && !strings.Contains(text, "ConfirmKey") {
 				t.Errorf("mcp role reaches OAuth state or the upstream secret: %s", text)
 			}
 		}
@@ -377,8 +377,9 @@ func TestUpstreamClientSecret(t *testing.T) {
 			}
 		}
 	})
-	if ids := full.raw.ofType("AWS::SecretsManager::Secret"); len(ids) != 2 || !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "AuditHmacKey") }) {
-		t.Errorf("full: secrets %v, want only the webhook key and the audit HMAC key (the OIDC secret is the admin's)", ids)
+	if ids := full.raw.ofType("AWS::SecretsManager::Secret"); len(ids) != 3 || !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "AuditHmacKey") }) ||
+		!slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "ConfirmKey") }) {
+		t.Errorf("full: secrets %v, want only the webhook key, the audit HMAC key and the confirmation key (the OIDC secret is the admin's)", ids)
 	}
 }
 

@@ -58,6 +58,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 	newForwarding(stack, fns, a)
 	newWAFLogging(stack, cfg, a, fns)
 	newHMACKey(stack, fns)
+	newConfirmKey(stack, fns)
 	an := newAnalytics(stack, cfg, p, props.Queries)
 	m := newMonitoring(stack, cfg, d, p, fns, a)
 	newOutputs(stack, d, p, fns, a, an, m, o)

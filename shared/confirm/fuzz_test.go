@@ -1,6 +1,7 @@
 package confirm
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -61,6 +62,24 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		if !utf8.ValidString(a.Typed) {
 			t.Fatal("typed is not UTF-8")
+		}
+	})
+}
+
+// FuzzDecodeSecret: whatever the key secret holds, decoding never panics and
+// either refuses it or yields a 32-byte key whose id is derived from it.
+func FuzzDecodeSecret(f *testing.F) {
+	f.Add(b64('a'))
+	f.Add(strings.Repeat("61", KeySize))
+	f.Add(" " + strings.Repeat("ab", KeySize) + "\n")
+	f.Add("%%%")
+	f.Fuzz(func(t *testing.T, v string) {
+		k, err := decodeSecret(v)
+		if err != nil {
+			return
+		}
+		if len(k.Secret) != KeySize || k.ID != keyID(k.Secret) {
+			t.Fatalf("decoded %q to a %d-byte key with id %q", v, len(k.Secret), k.ID)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,9 +92,31 @@ type SecretSource func(ctx context.Context, stage string) (value string, ok bool
 // SecretsKeyring builds the keyring from a Secrets Manager secret whose value is a
 // base64 32-byte key: AWSCURRENT seals and opens, AWSPREVIOUS still opens. A
 // rotation moves the old value to AWSPREVIOUS, so a state sealed just before it
-// opens until it expires, as long as Lambdas reload the secret at least every
-// Lifetime (the cache TTL of the caller).
+// opens until it expires. The keyring reloads the secret while the process runs
+// (reload.go): every RefreshEvery, and when a state names a key id it does not
+// hold (rate-limited), so a warm Lambda follows a rotation without a cold start.
+// The first read must succeed; later failures keep the keys in use.
 func SecretsKeyring(ctx context.Context, get SecretSource) (*Keyring, error) {
+	load := func(ctx context.Context) (*keySet, error) { return loadSecretKeys(ctx, get) }
+	set, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := &Keyring{ring: &ring{reload: &reloader{load: load, log: slog.Default()}}}
+	k.set.Store(set)
+	return k, nil
+}
+
+// SetLogger sets where a keyring that reloads reports failed reloads.
+func (k *Keyring) SetLogger(log *slog.Logger) {
+	if k.reload != nil && log != nil {
+		k.reload.mu.Lock()
+		k.reload.log = log
+		k.reload.mu.Unlock()
+	}
+}
+
+func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
 	cur, ok, err := get(ctx, "AWSCURRENT")
 	if err != nil {
 		return nil, fmt.Errorf("confirm: read current key: %w", err)
@@ -117,13 +140,21 @@ func SecretsKeyring(ctx context.Context, get SecretSource) (*Keyring, error) {
 			keys = append(keys, p)
 		}
 	}
-	return NewKeyring(current, keys...)
+	return newKeySet(current, keys...)
 }
 
+// decodeSecret reads a key secret's value: 64 hex characters (what the stack's
+// generated secret holds, since Secrets Manager's generator draws from a
+// character set and cannot emit base64 padding) or base64 of 32 bytes (what the
+// data folder's confirm.key holds, and what an operator may put by hand).
 func decodeSecret(v string) (Key, error) {
-	secret, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	secret, err := hex.DecodeString(v)
 	if err != nil || len(secret) != KeySize {
-		return Key{}, fmt.Errorf("confirm: the key secret is not a base64 %d-byte key", KeySize)
+		secret, err = base64.StdEncoding.DecodeString(v)
+	}
+	if err != nil || len(secret) != KeySize {
+		return Key{}, fmt.Errorf("confirm: the key secret is neither %d hex characters nor base64 of %d bytes", 2*KeySize, KeySize)
 	}
 	return Key{ID: keyID(secret), Secret: secret}, nil
 }

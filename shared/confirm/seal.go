@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,15 +99,42 @@ type Key struct {
 
 // Keyring seals under the current key and opens under the current or a previous
 // one, which is what lets a key rotate without failing confirmations in flight.
+// A keyring built from a source (SecretsKeyring) also reloads its keys while the
+// process runs (reload.go), so a warm Lambda follows a rotation without a cold
+// start. It is safe for concurrent use.
 type Keyring struct {
+	*ring
+	// offset moves the keyring's clock (WithClockOffset, tests only).
+	offset time.Duration
+}
+
+// ring holds the keys; keyrings differing only in their clock share one.
+type ring struct {
+	set atomic.Pointer[keySet]
+	// reload is nil for a keyring of fixed keys.
+	reload *reloader
+}
+
+// keySet is one generation of keys, replaced whole on a reload.
+type keySet struct {
 	current string
 	aeads   map[string]cipher.AEAD
 }
 
-// NewKeyring builds a keyring. Previous keys are accepted by Open only; the caller
-// drops them once a Lifetime has passed since rotation.
+// NewKeyring builds a keyring of fixed keys. Previous keys are accepted by Open
+// only; the caller drops them once a Lifetime has passed since rotation.
 func NewKeyring(current Key, previous ...Key) (*Keyring, error) {
-	k := &Keyring{current: current.ID, aeads: map[string]cipher.AEAD{}}
+	set, err := newKeySet(current, previous...)
+	if err != nil {
+		return nil, err
+	}
+	k := &Keyring{ring: &ring{}}
+	k.set.Store(set)
+	return k, nil
+}
+
+func newKeySet(current Key, previous ...Key) (*keySet, error) {
+	k := &keySet{current: current.ID, aeads: map[string]cipher.AEAD{}}
 	for _, key := range append([]Key{current}, previous...) {
 		if key.ID == "" || len(key.ID) > 64 {
 			return nil, fmt.Errorf("confirm: key id must be 1..64 bytes, got %d", len(key.ID))
@@ -134,9 +162,24 @@ func NewKeyring(current Key, previous ...Key) (*Keyring, error) {
 	return k, nil
 }
 
+// EnvTestClockOffset, a Go duration such as "6m", makes `aacmcp serve` seal and
+// open confirmations as if its clock ran that far ahead. It exists for the
+// client tests only: a state asked for before a restart with an offset over
+// Lifetime is expired after it, which proves expiry through a real client
+// without waiting five minutes. Nothing in a deployment sets it.
+const EnvTestClockOffset = "AACMCP_TEST_CONFIRM_CLOCK_OFFSET"
+
+// WithClockOffset returns the keyring with its clock moved by d (see
+// EnvTestClockOffset); the keys, and their reloading, are shared.
+func (k *Keyring) WithClockOffset(d time.Duration) *Keyring {
+	return &Keyring{ring: k.ring, offset: k.offset + d}
+}
+
 // Seal fills in a fresh nonce and the expiry (now + Lifetime) and returns the
 // base64url state together with the claims as sealed.
 func (k *Keyring) Seal(c Claims, now time.Time) (string, Claims, error) {
+	now = now.Add(k.offset)
+	set := k.keys(now)
 	var n [16]byte
 	if _, err := rand.Read(n[:]); err != nil {
 		return "", Claims{}, err
@@ -147,8 +190,8 @@ func (k *Keyring) Seal(c Claims, now time.Time) (string, Claims, error) {
 	if err != nil {
 		return "", Claims{}, err
 	}
-	aead := k.aeads[k.current]
-	header := append([]byte{stateVersion, byte(len(k.current))}, k.current...)
+	aead := set.aeads[set.current]
+	header := append([]byte{stateVersion, byte(len(set.current))}, set.current...)
 	iv := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(iv); err != nil {
 		return "", Claims{}, err
@@ -164,6 +207,7 @@ func (k *Keyring) Seal(c Claims, now time.Time) (string, Claims, error) {
 // Open authenticates and decrypts a state and refuses it once expired. It does not
 // check the binding (Check) nor single use (the store).
 func (k *Keyring) Open(state string, now time.Time) (Claims, error) {
+	now = now.Add(k.offset)
 	if state == "" || len(state) > MaxStateLen {
 		return Claims{}, ErrMalformed
 	}
@@ -176,9 +220,14 @@ func (k *Keyring) Open(state string, now time.Time) (Claims, error) {
 		return Claims{}, ErrMalformed
 	}
 	header, rest := raw[:2+idLen], raw[2+idLen:]
-	aead, ok := k.aeads[string(header[2:])]
+	id := string(header[2:])
+	aead, ok := k.keys(now).aeads[id]
 	if !ok {
-		return Claims{}, ErrUnknownKey
+		// Sealed by an instance that has already read a rotated key: reload
+		// (rate-limited) and look again.
+		if aead, ok = k.keysFor(id, now); !ok {
+			return Claims{}, ErrUnknownKey
+		}
 	}
 	if len(rest) < aead.NonceSize()+aead.Overhead() {
 		return Claims{}, ErrMalformed

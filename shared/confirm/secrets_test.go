@@ -38,7 +38,15 @@ func TestSecretsRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stack's generated secret is hex; the same 32 bytes are the same key.
+	hexRing, err := SecretsKeyring(ctx, SecretsManagerSource(fakeSecrets{"AWSCURRENT": strings.Repeat("61", KeySize)}, "arn"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	old, _, _ := before.Seal(claims(), t0)
+	if _, err := hexRing.Open(old, t0); err != nil {
+		t.Fatalf("hex and base64 of the same bytes are different keys: %v", err)
+	}
 	if _, err := after.Open(old, t0); err != nil {
 		t.Fatalf("state from before rotation: %v", err)
 	}
@@ -51,6 +59,8 @@ func TestSecretsRotation(t *testing.T) {
 		"short key":    {"AWSCURRENT": base64.StdEncoding.EncodeToString([]byte("short"))},
 		"not base64":   {"AWSCURRENT": "%%%"},
 		"bad previous": {"AWSCURRENT": b64('a'), "AWSPREVIOUS": "%%%"},
+		"short hex":    {"AWSCURRENT": strings.Repeat("ab", KeySize-1)},
+		"hex and junk": {"AWSCURRENT": strings.Repeat("ab", KeySize) + "zz"},
 	} {
 		if _, err := SecretsKeyring(ctx, SecretsManagerSource(f, "arn")); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -550,6 +550,13 @@ func checkProtocol(header http.Header, env rpcEnvelope, declared bodyVersion) *p
 		mv = metaProtocolVersion(env.Params)
 	}
 
+	// A 2026-07-28 request carries the version twice; when one place names a
+	// supported 2026-07-28+ revision and the other differs, the disagreement is
+	// the answer (HeaderMismatch), even when the other value is unknown.
+	modernValid := func(v string) bool { return mcp.IsValidProtocolVersion(v) && mcp.IsModernProtocol(v) }
+	if hv != "" && mv != "" && hv != mv && (modernValid(hv) || modernValid(mv)) {
+		return &protocolError{code: mcp.HEADER_MISMATCH, msg: mcp.HeaderProtocolVersion + " header " + hv + " does not match request " + mcp.MetaKeyProtocolVersion + " " + mv}
+	}
 	for _, v := range []string{hv, mv} {
 		if v != "" && !mcp.IsValidProtocolVersion(v) {
 			e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: mcp.ValidProtocolVersions}.JSONRPCError()

@@ -242,6 +242,22 @@ func TestSessionlessHeaders(t *testing.T) {
 			wantStatus: http.StatusBadRequest, wantCode: mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		},
 		{
+			// The conformance suite's sep-2575-http-server-header-mismatch-400:
+			// the two places disagree, which is the answer whatever the body says.
+			name:       "2026-07-28 header, unknown _meta version",
+			token:      e.full,
+			headers:    map[string]string{"MCP-Protocol-Version": modern, "Mcp-Method": "tools/list"},
+			body:       `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + meta("v999.0.0") + `}}`,
+			wantStatus: http.StatusBadRequest, wantCode: mcp.HEADER_MISMATCH,
+		},
+		{
+			name:       "unknown header, 2026-07-28 _meta version",
+			token:      e.full,
+			headers:    map[string]string{"MCP-Protocol-Version": "2031-01-01", "Mcp-Method": "tools/list"},
+			body:       list,
+			wantStatus: http.StatusBadRequest, wantCode: mcp.HEADER_MISMATCH,
+		},
+		{
 			name:       "insufficient scope with valid headers is still 403",
 			token:      e.ro,
 			headers:    map[string]string{"MCP-Protocol-Version": modern, "Mcp-Method": "tools/call", "Mcp-Name": "delete_issue"},

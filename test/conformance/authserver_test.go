@@ -3,13 +3,10 @@ package conformance_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,35 +23,11 @@ import (
 // suite (npm alias conformance-next). They must all pass against `serve --dev`.
 var authServerScenarios = []string{"authorization-server-metadata-endpoint", "authorization-code-grant"}
 
-// nextSuiteCLI is the entry point of @modelcontextprotocol/conformance 0.2, which
-// test/package.json installs under the alias conformance-next beside 0.1.16 (whose
-// server-scenario inventory the other tests of this package pin).
-func nextSuiteCLI(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(harness.TestDir(t), "node_modules", "conformance-next")
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
-	if err != nil {
-		t.Fatalf("conformance-next (@modelcontextprotocol/conformance 0.2) is not installed: run `npm ci --prefix test` (%v)", err)
-	}
-	var pkg struct {
-		Name    string            `json:"name"`
-		Version string            `json:"version"`
-		Bin     map[string]string `json:"bin"`
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Bin["conformance"] == "" {
-		t.Fatalf("conformance-next package.json has no bin: %v", err)
-	}
-	if pkg.Name != "@modelcontextprotocol/conformance" || !strings.HasPrefix(pkg.Version, "0.2.") {
-		t.Fatalf("conformance-next is %s@%s, want @modelcontextprotocol/conformance 0.2.x", pkg.Name, pkg.Version)
-	}
-	return filepath.Join(dir, pkg.Bin["conformance"])
-}
-
 // TestAuthorizationServerInventory: the pinned suite has exactly the
 // authorization-server scenarios this package runs, so an upgrade that adds one
 // fails here until someone runs it.
 func TestAuthorizationServerInventory(t *testing.T) {
-	out, err := harness.Run(t, harness.TestDir(t), harness.CleanEnv(), time.Minute, harness.Node22(t), nextSuiteCLI(t), "list", "--authorization")
+	out, err := harness.Run(t, harness.TestDir(t), harness.CleanEnv(), time.Minute, harness.Node22(t), suiteCLI(t), "list", "--authorization")
 	if err != nil {
 		t.Fatalf("conformance list --authorization: %v\n%s", err, out)
 	}
@@ -83,7 +56,7 @@ func TestAuthorizationServerScenarios(t *testing.T) {
 	clientID := flow.RegisterPublicClient(t, srv.Base, "MCP conformance suite", redirectURI)
 
 	outDir := t.TempDir()
-	cmd := exec.Command(harness.Node22(t), nextSuiteCLI(t), "authorization",
+	cmd := exec.Command(harness.Node22(t), suiteCLI(t), "authorization",
 		"--url", srv.Base, "--client-id", clientID, "--resource", srv.MCPURL,
 		"--port", fmt.Sprint(port), "-o", outDir)
 	cmd.Dir = harness.TestDir(t)

@@ -100,6 +100,7 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		}
 		log.Warn("no confirmation key (" + confirm.EnvKeyARN + "); requestState is sealed per instance, and a retry reaching another instance is refused")
 	}
+	keys.SetLogger(log)
 	st := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	g := guard.New(guard.Config{

@@ -2,7 +2,6 @@ package mcpfn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
@@ -82,16 +80,18 @@ func HMACKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
 
 // ConfirmKeys loads the keyring that seals confirmation requestState:
 // AACMCP_CONFIRM_KEY_ARN names a Secrets Manager secret (a base64 32-byte key,
-// AWSPREVIOUS still opening states sealed before a rotation), and
+// AWSPREVIOUS still opening states sealed before a rotation; the keyring reloads
+// it while the instance is warm, see confirm.SecretsKeyring), and
 // AACMCP_CONFIRM_KEY_EPHEMERAL=true is the emulators' explicit opt-in to a key
 // of the instance's own. Neither: nil, and Build falls back to a per-instance
-// key with a warning rather than refusing to start, because the stack does not
-// provision the secret yet and the fallback never weakens a workspace policy.
+// key with a warning rather than refusing to start: the fallback never weakens a
+// workspace policy (at worst a person is asked again), and the stack always sets
+// the variable (infra/confirmkey.go).
 func ConfirmKeys(ctx context.Context, sm SecretsAPI, getenv func(string) string) (*confirm.Keyring, error) {
 	arn := strings.TrimSpace(getenv(confirm.EnvKeyARN))
 	switch {
 	case arn != "":
-		keys, err := confirm.SecretsKeyring(ctx, secretStage(sm, arn))
+		keys, err := confirm.SecretsKeyring(ctx, confirm.SecretsManagerSource(sm, arn))
 		if err != nil {
 			return nil, fmt.Errorf("the confirmation key secret %s: %w", confirm.EnvKeyARN, err)
 		}
@@ -100,21 +100,4 @@ func ConfirmKeys(ctx context.Context, sm SecretsAPI, getenv func(string) string)
 		return confirm.EphemeralKeyring()
 	}
 	return nil, nil
-}
-
-// secretStage adapts Secrets Manager to confirm.SecretSource: one version stage
-// of the secret's string. A stage the secret does not have (AWSPREVIOUS before
-// the first rotation) is ok == false, not an error.
-func secretStage(sm SecretsAPI, arn string) confirm.SecretSource {
-	return func(ctx context.Context, stage string) (string, bool, error) {
-		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String(stage)})
-		var nf *smtypes.ResourceNotFoundException
-		switch {
-		case errors.As(err, &nf):
-			return "", false, nil
-		case err != nil:
-			return "", false, err
-		}
-		return aws.ToString(out.SecretString), true, nil
-	}
 }

@@ -240,6 +240,14 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	if err != nil {
 		return err
 	}
+	if v := g.env.getenv(confirm.EnvTestClockOffset); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", confirm.EnvTestClockOffset, err)
+		}
+		log.Warn("test setting: confirmations are sealed and opened with the clock moved", "offset", d.String())
+		confirmKeys = confirmKeys.WithClockOffset(d)
+	}
 
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester,
