@@ -24,11 +24,17 @@ type InputRequired struct {
 }
 
 // humanConfirmation is the workspace policy step for a destructive call that
-// already carries confirm: true. It runs after permission, so nobody is asked
-// about an item they could not delete, and it lives here only, so /mcp on every
-// revision and REST get the same answer. A nil error and nil InputRequired means
-// the call proceeds (flag policy, or an accepted answer whose nonce is now spent).
-func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
+// already carries confirm: true. It lives here only, so /mcp on every revision
+// and REST get the same answer. A nil error and nil InputRequired means the call
+// proceeds to the tool: under the flag policy, after an accepted answer whose
+// nonce is now spent, and when there is nothing to ask about. That last case is
+// an item the caller may not delete (the tool refuses it with permission_denied)
+// or one that is not there (the tool answers a repeat of a delete already made
+// from its tombstone, or not_found): a person is asked only about a delete the
+// tool would perform, and no nonce is spent on any other. Proceeding is safe
+// because the tool judges the same item by the same role: ids are never reused,
+// and keys come from a sequence that never goes back.
+func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, role store.Role, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
 	policy, aerr := g.DestructiveConfirmation(ctx, p.WorkspaceID)
 	if aerr != nil {
 		return nil, aerr
@@ -43,9 +49,28 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		}
 		return nil, nil
 	}
-	item, version, aerr := g.confirmItem(ctx, p, t, a)
-	if aerr != nil {
+	// A retry's state is opened before the item is read: a replay after the delete
+	// it confirmed (the item is gone) is then told confirmation_invalid, which is
+	// what it is, rather than not_found.
+	var got confirm.Claims
+	if c.req.RequestState != "" {
+		// A retry is judged on the person's answer, whatever the verdict.
+		record.SetConfirmation(&c.rec, audit.ConfirmationElicited)
+		var err error
+		if got, err = g.keys.Open(c.req.RequestState, c.now); err != nil {
+			return nil, errConfirmationInvalid()
+		}
+	}
+	item, version, owner, aerr := g.confirmItem(ctx, p, t, a)
+	switch {
+	case aerr != nil && aerr.Code == apperr.NotFound && c.req.RequestState != "":
+		return nil, errConfirmationInvalid()
+	case aerr != nil && aerr.Code == apperr.NotFound:
+		return nil, nil
+	case aerr != nil:
 		return nil, aerr
+	case !catalog.MayDelete(role, p.UserID, owner):
+		return nil, nil
 	}
 	// The person is asked now, or their answer judged: whatever the verdict,
 	// this call's confirmation is the elicitation, not the flag.
@@ -71,12 +96,8 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	}
 	// The retry. Every check of the state runs before the answer is read, so a
 	// forged state learns nothing from the answer's handling.
-	got, err := g.keys.Open(c.req.RequestState, c.now)
-	if err == nil {
-		err = got.Check(want)
-	}
-	if err != nil {
-		return nil, apperr.New(apperr.ConfirmationInvalid, "the confirmation is not valid for this call; call again without requestState to be asked again")
+	if err := got.Check(want); err != nil {
+		return nil, errConfirmationInvalid()
 	}
 	ans, ok, err := confirm.DecodeAnswer(c.req.InputResponses)
 	if err != nil || !ok {
@@ -94,6 +115,10 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		return nil, apperr.As(err)
 	}
 	return nil, nil
+}
+
+func errConfirmationInvalid() *apperr.Error {
+	return apperr.New(apperr.ConfirmationInvalid, "the confirmation is not valid for this call; call again without requestState to be asked again")
 }
 
 // DestructiveConfirmation is the policy the guard enforces on ws's destructive
@@ -120,30 +145,30 @@ func (g *Guard) DestructiveConfirmation(ctx context.Context, ws string) (confirm
 // its retry both carry it, and it says nothing about what is deleted.
 const confirmArg = "confirm"
 
-// confirmItem reads what the call would delete, for the question and the seal's
-// item version.
-func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Tool, a *args) (confirm.Item, string, *apperr.Error) {
+// confirmItem reads what the call would delete, for the question, the seal's item
+// version and the owner the delete tools' permission rule judges.
+func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Tool, a *args) (item confirm.Item, version, owner string, _ *apperr.Error) {
 	switch t.Name {
 	case "delete_issue":
 		is, err := g.store.GetIssue(ctx, p.WorkspaceID, a.stringArg("issue_id"))
 		if err != nil {
-			return confirm.Item{}, "", apperr.As(err)
+			return confirm.Item{}, "", "", apperr.As(err)
 		}
 		return confirm.Item{Kind: "issue", Key: is.Key, Title: is.Title, Comments: int(is.CommentCount)},
-			strconv.FormatInt(is.Version, 10), nil
+			strconv.FormatInt(is.Version, 10), is.CreatedBy, nil
 	case "delete_comment":
 		cm, err := g.store.GetComment(ctx, p.WorkspaceID, a.stringArg("comment_id"))
 		if err != nil {
-			return confirm.Item{}, "", apperr.As(err)
+			return confirm.Item{}, "", "", apperr.As(err)
 		}
 		key := ""
 		if is, err := g.store.GetIssue(ctx, p.WorkspaceID, cm.IssueID); err == nil {
 			key = is.Key
 		}
 		// Comments are never edited, so their id is their version.
-		return confirm.Item{Kind: "comment", Key: key, Title: cm.Body}, cm.ID, nil
+		return confirm.Item{Kind: "comment", Key: key, Title: cm.Body}, cm.ID, cm.Author, nil
 	}
-	return confirm.Item{}, "", apperr.Internal(errors.New("no confirmation question for destructive tool " + t.Name))
+	return confirm.Item{}, "", "", apperr.Internal(errors.New("no confirmation question for destructive tool " + t.Name))
 }
 
 // errUnconfirmed is the refusal of a destructive call without confirm: true, the

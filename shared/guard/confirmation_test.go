@@ -123,8 +123,8 @@ func TestHumanConfirmation(t *testing.T) {
 				// The retried retry: the nonce is spent.
 				again := g.Call(ctx, guard.Request{Principal: tc.by, Tool: "delete_issue", Args: a, Transport: "mcp",
 					CanElicit: true, RequestState: state, InputResponses: tc.resp(ir, is)})
-				if again.Err == nil || again.Err.Code == "" {
-					t.Fatalf("replay accepted")
+				if again.Err == nil || again.Err.Code != apperr.ConfirmationInvalid {
+					t.Fatalf("replay: got %v, want %s", again.Err, apperr.ConfirmationInvalid)
 				}
 			}
 		})
@@ -153,6 +153,37 @@ func TestHumanConfirmation(t *testing.T) {
 			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
 		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid || !exists(t, is.ID) {
 			t.Fatalf("got %v", res.Err)
+		}
+	})
+
+	// Nobody is asked about a delete the tool itself would refuse or has nothing
+	// to do for: the tool answers at once, and no nonce is spent on it.
+	t.Run("member who may not delete is not asked", func(t *testing.T) {
+		is := fresh(t) // created by Member, so Member2 may not delete it
+		res := g.Call(ctx, guard.Request{Principal: gt.Principal(gt.WS, gt.Member2, auth.AllScopes...), Tool: "delete_issue",
+			Args: args(is.ID), Transport: "mcp", CanElicit: true})
+		if res.InputRequired != nil || res.Err == nil || res.Err.Code != apperr.PermissionDenied || !exists(t, is.ID) {
+			t.Fatalf("input required %v, err %v", res.InputRequired, res.Err)
+		}
+	})
+	t.Run("deleted item is answered by the tool, not asked about", func(t *testing.T) {
+		is := fresh(t)
+		ir := ask(t, admin, args(is.ID))
+		if res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)}); res.Err != nil || exists(t, is.ID) {
+			t.Fatalf("accepted retry: %v", res.Err)
+		}
+		// The delete is made; asking again names nothing that exists. The tool's own
+		// answer for a repeat (the first result, from the tombstone) is given instead.
+		res := g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp", CanElicit: true})
+		if res.Err != nil || res.InputRequired != nil {
+			t.Fatalf("repeat without state: input required %v, err %v", res.InputRequired, res.Err)
+		}
+		// The same answer sent again is a replay: confirmation_invalid, not not_found.
+		res = g.Call(ctx, guard.Request{Principal: admin, Tool: "delete_issue", Args: args(is.ID), Transport: "mcp",
+			CanElicit: true, RequestState: ir.State, InputResponses: answer("accept", is.Key)})
+		if res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid {
+			t.Fatalf("replay after the delete: %v", res.Err)
 		}
 	})
 
@@ -229,6 +260,16 @@ func TestConfirmationRecorded(t *testing.T) {
 		{"require, declined", "require", []step{
 			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},
 			{retry(func(store.Issue) json.RawMessage { return answer("decline", "") }), "denied", apperr.ConfirmationDeclined, audit.ConfirmationElicited},
+		}},
+		{"elicit, tampered state", "elicit", []step{
+			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},
+			{func(is store.Issue, prev guard.Result) guard.Request {
+				return guard.Request{Principal: admin, Tool: "delete_issue", Args: del(is.ID), Transport: "mcp", CanElicit: true,
+					RequestState: prev.InputRequired.State + "x", InputResponses: answer("accept", is.Key)}
+			}, "denied", apperr.ConfirmationInvalid, audit.ConfirmationElicited},
+		}},
+		{"elicit, member who may not delete is not asked", "elicit", []step{
+			{plain(gt.Principal(gt.WS, gt.Member2, auth.AllScopes...), "delete_issue", withConfirm, true), "denied", apperr.PermissionDenied, audit.ConfirmationFlag},
 		}},
 		{"elicit, state from another call", "elicit", []step{
 			{plain(admin, "delete_issue", withConfirm, true), "denied", apperr.HumanConfirmationRequired, audit.ConfirmationElicited},

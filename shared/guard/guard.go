@@ -330,7 +330,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		return Result{Err: err}
 	}
 	if t.Annotations.Destructive {
-		ir, err := g.humanConfirmation(ctx, c, *p, t, a)
+		ir, err := g.humanConfirmation(ctx, c, *p, role, t, a)
 		if err != nil {
 			return Result{Err: err}
 		}
