@@ -8,7 +8,9 @@ GO          ?= go
 ADDR        ?= 127.0.0.1:8080
 DATA        ?= .aacmcp
 ARCH        ?= arm64
-FUNCTIONS   := $(notdir $(patsubst %/,%,$(wildcard functions/*/)))
+# The Go Lambda functions: every functions/<name>/main.go. functions/edge is the
+# Lambda@Edge function, plain Node.js that infra deploys from its folder as it is.
+FUNCTIONS   := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 NPM_STAMP   := test/node_modules/.installed
 # Short fuzzing in `make test`; `make fuzz` runs each target for FUZZTIME.
 FUZZTIME    ?= 60s
