@@ -14,6 +14,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
 )
 
@@ -222,7 +223,9 @@ func (f *frontDoor) url(cfg config.Config) string {
 // distribution's secret.
 func (f *frontDoor) originVerifyRule() any {
 	return &awswafv2.CfnWebACL_RuleProperty{
-		Name:     jsii.String("OnlyThroughCloudFront"),
+		// The forwarder knows the rule by name: what it blocked carries no CloudFront
+		// header it may believe.
+		Name:     jsii.String(forwarderfn.OriginVerifyRule),
 		Priority: jsii.Number(0),
 		Statement: &awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{
 			Statement: &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
