@@ -241,3 +241,51 @@ func TestStackEnv(t *testing.T) {
 		t.Error("edgeAsset accepted a tree without functions/edge/index.mjs")
 	}
 }
+
+// TestCrossRegionProviders: the roles and custom resources CDK adds for the references
+// between a stack and its edge stack reach SSM parameters under /cdk/exports/ and
+// nothing else, and carry only the edge function's version and the web ACL's ARN.
+func TestCrossRegionProviders(t *testing.T) {
+	for _, s := range []*synthesized{plain, plain.edge, full, full.edge} {
+		t.Run(*s.stack.StackName(), func(t *testing.T) {
+			roles := 0
+			for _, id := range s.raw.ofType("AWS::IAM::Role") {
+				if !strings.HasPrefix(id, crossRegionProvider) {
+					continue
+				}
+				roles++
+				for _, pol := range asList(s.raw.Resources[id].Properties["Policies"]) {
+					for _, st := range asList(path(pol, "PolicyDocument", "Statement")) {
+						for _, a := range asList(path(st, "Action")) {
+							if !strings.HasPrefix(a.(string), "ssm:") || strings.Contains(a.(string), "*") {
+								t.Errorf("%s may %v", id, a)
+							}
+						}
+						if res := jsonText(path(st, "Resource")); !strings.Contains(res, ":parameter/cdk/exports/") {
+							t.Errorf("%s reaches %s", id, res)
+						}
+					}
+				}
+			}
+			if roles != 1 {
+				t.Errorf("%d cross-region provider roles, want 1", roles)
+			}
+			for id, r := range s.raw.Resources {
+				var values map[string]any
+				switch r.Type {
+				case "Custom::CrossRegionExportReader":
+					values, _ = path(r.Properties, "ReaderProps", "imports").(map[string]any)
+				case "Custom::CrossRegionExportWriter":
+					values, _ = path(r.Properties, "WriterProps", "exports").(map[string]any)
+				default:
+					continue
+				}
+				carried := jsonText(values)
+				if strings.Contains(carried, "Secret") || len(values) != 2 ||
+					!strings.Contains(carried, "RestoreChallengeCurrentVersion") || !strings.Contains(carried, "EdgeWebAcl") {
+					t.Errorf("%s (%s) carries %s", id, r.Type, carried)
+				}
+			}
+		})
+	}
+}
