@@ -137,7 +137,9 @@ type frontDoor struct {
 // newFrontDoor puts the distribution in front of the API. It names the API by its id
 // alone (not its stage or deployment): the functions' AACMCP_PUBLIC_URL names the
 // distribution, the methods name the functions and the deployment the methods, so a
-// reference to the stage would be a cycle.
+// reference to the stage would be a cycle (synth refuses it: with the app's
+// validateAgainstDefaultRules flag a distribution naming the stage fails with
+// "Circular Dependencies", tried).
 func newFrontDoor(scope constructs.Construct, cfg config.Config, a *api, edge *edgeStack) *frontDoor {
 	stack := awscdk.Stack_Of(scope)
 	f := &frontDoor{}
