@@ -8,7 +8,9 @@ GO          ?= go
 ADDR        ?= 127.0.0.1:8080
 DATA        ?= .aacmcp
 ARCH        ?= arm64
-FUNCTIONS   := $(notdir $(patsubst %/,%,$(wildcard functions/*/)))
+# The Go Lambda functions: every functions/<name>/main.go. functions/edge is the
+# Lambda@Edge function, plain Node.js that infra deploys from its folder as it is.
+FUNCTIONS   := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 NPM_STAMP   := test/node_modules/.installed
 # Short fuzzing in `make test`; `make fuzz` runs each target for FUZZTIME.
 FUZZTIME    ?= 60s
@@ -105,12 +107,16 @@ cli: ## Build the aacmcp CLI into dist/aacmcp
 	$(GO) build -o dist/aacmcp ./cmd/aacmcp
 
 .PHONY: synth
-synth: build ## Synthesize the CloudFormation template offline into cdk.out/
-	CDK_OUTDIR=cdk.out $(GO) run ./infra
+# The front door needs the stack's region (its Lambda@Edge function is in us-east-1 and
+# referred to across regions). `cdk synth` and `cdk deploy` take it from your AWS
+# configuration; offline it is SYNTH_REGION.
+SYNTH_REGION ?= $(or $(CDK_DEFAULT_REGION),$(AWS_REGION),$(AWS_DEFAULT_REGION),eu-west-1)
+synth: build ## Synthesize the CloudFormation templates offline into cdk.out/ (SYNTH_REGION=...)
+	CDK_OUTDIR=cdk.out CDK_DEFAULT_REGION=$(SYNTH_REGION) $(GO) run ./infra
 
 .PHONY: deploy
-deploy: ## Deploy the stack with the CDK CLI (needs AWS credentials; see docs/deploy.md)
-	npx --yes aws-cdk@2 deploy --require-approval broadening
+deploy: ## Deploy the stacks (Aacmcp and its us-east-1 AacmcpEdge) with the CDK CLI (needs AWS credentials; see docs/deploy.md)
+	npx --yes aws-cdk@2 deploy --all --require-approval broadening
 
 .PHONY: vuln
 vuln: ## govulncheck (needs the online vulnerability database: not part of CI)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -57,11 +58,15 @@ type api struct {
 	rest      awsapigateway.RestApi
 	accessLog awslogs.LogGroup
 	webACL    awswafv2.CfnWebACL
-	// baseURL ends with "/"; it is the custom domain when one is configured.
+	// baseURL ends with "/"; it is the custom domain when one is configured, else the
+	// distribution's, else the stage's.
 	baseURL *string
+	// front is the CloudFront front door; nil with frontDoor=false.
+	front *frontDoor
 }
 
-func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *api {
+// newAPI defines the REST API; edge is nil without the front door.
+func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet, edge *edgeStack) *api {
 	a := &api{}
 	stack := awscdk.Stack_Of(scope)
 	a.accessLog = awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
@@ -93,10 +98,12 @@ func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *ap
 			ThrottlingBurstLimit: jsii.Number(float64(cfg.APIBurstLimit)),
 		},
 	}
-	if cfg.DomainName != "" {
+	if cfg.DomainName != "" && edge == nil {
 		// One public URL: the issuer, the Cognito callback and the resource metadata
 		// all name the custom domain, so a client on the execute-api URL would fail
-		// discovery's resource check (RFC 9728 section 3.3) anyway.
+		// discovery's resource check (RFC 9728 section 3.3) anyway. Behind the front
+		// door the domain is the distribution's, and CloudFront's origin is the
+		// execute-api URL, which the regional WAF closes to anyone else.
 		props.DisableExecuteApiEndpoint = jsii.Bool(true)
 		props.DomainName = &awsapigateway.DomainNameOptions{
 			DomainName:     jsii.String(cfg.DomainName),
@@ -112,7 +119,10 @@ func newAPI(scope constructs.Construct, cfg config.Config, fns *functionSet) *ap
 	suppress(a.rest, "APIG2", "Request bodies are validated by the function against each tool's input schema: "+
 		"a gateway validator would answer before the function runs and leave a tool call without its audit record.")
 
-	if cfg.DomainName != "" {
+	if edge != nil {
+		a.front = newFrontDoor(scope, cfg, a, edge)
+		a.baseURL = jsii.String(a.front.url(cfg) + "/")
+	} else if cfg.DomainName != "" {
 		a.baseURL = jsii.String("https://" + cfg.DomainName + "/")
 	} else {
 		// Built from parts, not RestApi.Url(): the gateway responses below embed it, and
@@ -231,29 +241,143 @@ func (a *api) addGatewayResponses() {
 	}
 }
 
-// addWAF puts a web ACL on the stage: a per-IP rate limit (the stage's throttling is
-// global, so one noisy client could starve the others), a body size limit, and the AWS
-// common rule set.
-func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
-	visibility := func(name string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
-		return &awswafv2.CfnWebACL_VisibilityConfigProperty{
-			CloudWatchMetricsEnabled: jsii.Bool(true),
-			MetricName:               jsii.String(name),
-			SampledRequestsEnabled:   jsii.Bool(true),
-		}
+// wafVisibility is every rule's and web ACL's metrics and sampling.
+func wafVisibility(name string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
+	return &awswafv2.CfnWebACL_VisibilityConfigProperty{
+		CloudWatchMetricsEnabled: jsii.Bool(true),
+		MetricName:               jsii.String(name),
+		SampledRequestsEnabled:   jsii.Bool(true),
 	}
-	block := func(status float64, bodyKey string, headers ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty {
-		resp := &awswafv2.CfnWebACL_CustomResponseProperty{ResponseCode: jsii.Number(status), CustomResponseBodyKey: jsii.String(bodyKey)}
-		if len(headers) > 0 {
-			resp.ResponseHeaders = &headers
+}
+
+// wafBlock blocks with a status and one of the web ACL's custom bodies.
+func wafBlock(status float64, bodyKey string, headers ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty {
+	resp := &awswafv2.CfnWebACL_CustomResponseProperty{ResponseCode: jsii.Number(status), CustomResponseBodyKey: jsii.String(bodyKey)}
+	if len(headers) > 0 {
+		resp.ResponseHeaders = &headers
+	}
+	return &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{CustomResponse: resp}}
+}
+
+// Custom response body keys.
+const (
+	rateLimitedBody  = "rate_limited"
+	tooLargeBody     = "too_large"
+	notFrontDoorBody = "not_front_door"
+)
+
+// rateRules are the per-IP rate limits: the whole API (the stage's throttling is
+// global, so one noisy client could starve the others) and the OAuth endpoints. They
+// must see the client's address, so behind the front door they are the CloudFront
+// web ACL's (frontdoor.go): at the stage every request comes from an edge server.
+func rateRules(cfg config.Config) []any {
+	return append([]any{
+		&awswafv2.CfnWebACL_RuleProperty{
+			Name:     jsii.String("RateLimitPerIp"),
+			Priority: jsii.Number(0),
+			Statement: &awswafv2.CfnWebACL_StatementProperty{
+				RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
+					AggregateKeyType:    jsii.String("IP"),
+					Limit:               jsii.Number(float64(cfg.WAFRateLimit)),
+					EvaluationWindowSec: jsii.Number(300),
+				},
+			},
+			Action: wafBlock(429, rateLimitedBody, &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{
+				Name: jsii.String("Retry-After"), Value: jsii.String("60"),
+			}),
+			VisibilityConfig: wafVisibility("aacmcp-rate-limit-per-ip"),
+		},
+	}, oauthRateRules(cfg, wafVisibility, wafBlock)...)
+}
+
+// rateBodies are the custom bodies rateRules answer with.
+func rateBodies() map[string]any {
+	return map[string]any{
+		rateLimitedBody: &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+			ContentType: jsii.String("APPLICATION_JSON"),
+			Content:     jsii.String(errorBody("too many requests from this address", apperr.RateLimited)),
+		},
+		oauthRateLimitedBody: oauthRateLimitedResponse(),
+	}
+}
+
+// contentRules look at the request itself, not at who sent it: a body size limit,
+// the AWS common rule set and its OAuth exception. They stay on the stage.
+func contentRules(cfg config.Config) []any {
+	return []any{
+		&awswafv2.CfnWebACL_RuleProperty{
+			Name:     jsii.String("BodySizeLimit"),
+			Priority: jsii.Number(1),
+			Statement: &awswafv2.CfnWebACL_StatementProperty{
+				SizeConstraintStatement: &awswafv2.CfnWebACL_SizeConstraintStatementProperty{
+					FieldToMatch: &awswafv2.CfnWebACL_FieldToMatchProperty{
+						Body: &awswafv2.CfnWebACL_BodyProperty{OversizeHandling: jsii.String("MATCH")},
+					},
+					ComparisonOperator: jsii.String("GT"),
+					Size:               jsii.Number(float64(cfg.MaxBodyBytes)),
+					TextTransformations: &[]any{
+						&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")},
+					},
+				},
+			},
+			Action:           wafBlock(413, tooLargeBody),
+			VisibilityConfig: wafVisibility("aacmcp-body-size"),
+		},
+		&awswafv2.CfnWebACL_RuleProperty{
+			Name:     jsii.String("AWSManagedRulesCommonRuleSet"),
+			Priority: jsii.Number(2),
+			Statement: &awswafv2.CfnWebACL_StatementProperty{
+				ManagedRuleGroupStatement: &awswafv2.CfnWebACL_ManagedRuleGroupStatementProperty{
+					VendorName: jsii.String("AWS"),
+					Name:       jsii.String("AWSManagedRulesCommonRuleSet"),
+					// The group blocks bodies over 8 KB; BodySizeLimit above sets the
+					// limit this API actually has, so that rule only counts.
+					// The URL-inclusion rules only count too: UrlInclusionOutsideOAuth
+					// (oauthwaf.go) blocks on their labels except where URLs are OAuth data.
+					RuleActionOverrides: ptr(append([]any{
+						&awswafv2.CfnWebACL_RuleActionOverrideProperty{
+							Name:        jsii.String("SizeRestrictions_BODY"),
+							ActionToUse: &awswafv2.CfnWebACL_RuleActionProperty{Count: &map[string]any{}},
+						},
+					}, countURLInclusionRules()...)),
+				},
+			},
+			OverrideAction:   &awswafv2.CfnWebACL_OverrideActionProperty{None: &map[string]any{}},
+			VisibilityConfig: wafVisibility("aacmcp-common-rule-set"),
+		},
+		urlInclusionRule(wafVisibility),
+	}
+}
+
+// addWAF puts a web ACL on the stage. Without the front door it holds every rule;
+// behind it, the content rules and, first, originVerifyRule: a request that did not
+// come through the distribution (a direct call to the execute-api URL) is refused,
+// which is what lets the functions trust CloudFront-Viewer-Address.
+func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
+	bodies := map[string]any{
+		tooLargeBody: &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+			ContentType: jsii.String("APPLICATION_JSON"),
+			Content:     jsii.String(errorBody(fmt.Sprintf("request body larger than %d bytes", cfg.MaxBodyBytes), apperr.InvalidArguments)),
+		},
+	}
+	var rules []any
+	description := "aacmcp API: per-IP rate limits for all, OAuth token and OAuth registration requests, body size limit, AWS common rule set"
+	if a.front != nil {
+		rules = append([]any{a.front.originVerifyRule()}, contentRules(cfg)...)
+		bodies[notFrontDoorBody] = &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+			ContentType: jsii.String("APPLICATION_JSON"),
+			Content:     jsii.String(errorBody("use the CloudFront URL of this API", apperr.WAFBlocked)),
 		}
-		return &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{CustomResponse: resp}}
+		description = "aacmcp API behind CloudFront: only requests through the distribution, body size limit, AWS common rule set"
+	} else {
+		rules = append(rateRules(cfg), contentRules(cfg)...)
+		maps.Copy(bodies, rateBodies())
 	}
 	a.webACL = awswafv2.NewCfnWebACL(scope, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
 		Scope:            jsii.String("REGIONAL"),
-		Description:      jsii.String("aacmcp API: per-IP rate limits for all, OAuth token and OAuth registration requests, body size limit, AWS common rule set"),
+		Description:      jsii.String(description),
 		DefaultAction:    &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &map[string]any{}},
-		VisibilityConfig: visibility("aacmcp-api"),
+		VisibilityConfig: wafVisibility("aacmcp-api"),
 		// WAF inspects at most this much of a body; a body beyond it counts as oversize
 		// and the size rule below blocks it.
 		AssociationConfig: &awswafv2.CfnWebACL_AssociationConfigProperty{
@@ -263,74 +387,8 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 				},
 			},
 		},
-		CustomResponseBodies: &map[string]any{
-			"rate_limited": &awswafv2.CfnWebACL_CustomResponseBodyProperty{
-				ContentType: jsii.String("APPLICATION_JSON"),
-				Content:     jsii.String(errorBody("too many requests from this address", apperr.RateLimited)),
-			},
-			"too_large": &awswafv2.CfnWebACL_CustomResponseBodyProperty{
-				ContentType: jsii.String("APPLICATION_JSON"),
-				Content:     jsii.String(errorBody(fmt.Sprintf("request body larger than %d bytes", cfg.MaxBodyBytes), apperr.InvalidArguments)),
-			},
-			oauthRateLimitedBody: oauthRateLimitedResponse(),
-		},
-		Rules: ptr(append([]any{
-			&awswafv2.CfnWebACL_RuleProperty{
-				Name:     jsii.String("RateLimitPerIp"),
-				Priority: jsii.Number(0),
-				Statement: &awswafv2.CfnWebACL_StatementProperty{
-					RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
-						AggregateKeyType:    jsii.String("IP"),
-						Limit:               jsii.Number(float64(cfg.WAFRateLimit)),
-						EvaluationWindowSec: jsii.Number(300),
-					},
-				},
-				Action: block(429, "rate_limited", &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{
-					Name: jsii.String("Retry-After"), Value: jsii.String("60"),
-				}),
-				VisibilityConfig: visibility("aacmcp-rate-limit-per-ip"),
-			},
-			&awswafv2.CfnWebACL_RuleProperty{
-				Name:     jsii.String("BodySizeLimit"),
-				Priority: jsii.Number(1),
-				Statement: &awswafv2.CfnWebACL_StatementProperty{
-					SizeConstraintStatement: &awswafv2.CfnWebACL_SizeConstraintStatementProperty{
-						FieldToMatch: &awswafv2.CfnWebACL_FieldToMatchProperty{
-							Body: &awswafv2.CfnWebACL_BodyProperty{OversizeHandling: jsii.String("MATCH")},
-						},
-						ComparisonOperator: jsii.String("GT"),
-						Size:               jsii.Number(float64(cfg.MaxBodyBytes)),
-						TextTransformations: &[]any{
-							&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")},
-						},
-					},
-				},
-				Action:           block(413, "too_large"),
-				VisibilityConfig: visibility("aacmcp-body-size"),
-			},
-			&awswafv2.CfnWebACL_RuleProperty{
-				Name:     jsii.String("AWSManagedRulesCommonRuleSet"),
-				Priority: jsii.Number(2),
-				Statement: &awswafv2.CfnWebACL_StatementProperty{
-					ManagedRuleGroupStatement: &awswafv2.CfnWebACL_ManagedRuleGroupStatementProperty{
-						VendorName: jsii.String("AWS"),
-						Name:       jsii.String("AWSManagedRulesCommonRuleSet"),
-						// The group blocks bodies over 8 KB; BodySizeLimit above sets the
-						// limit this API actually has, so that rule only counts.
-						// The URL-inclusion rules only count too: UrlInclusionOutsideOAuth
-						// (oauthwaf.go) blocks on their labels except where URLs are OAuth data.
-						RuleActionOverrides: ptr(append([]any{
-							&awswafv2.CfnWebACL_RuleActionOverrideProperty{
-								Name:        jsii.String("SizeRestrictions_BODY"),
-								ActionToUse: &awswafv2.CfnWebACL_RuleActionProperty{Count: &map[string]any{}},
-							},
-						}, countURLInclusionRules()...)),
-					},
-				},
-				OverrideAction:   &awswafv2.CfnWebACL_OverrideActionProperty{None: &map[string]any{}},
-				VisibilityConfig: visibility("aacmcp-common-rule-set"),
-			},
-		}, oauthWAFRules(cfg, visibility, block)...)),
+		CustomResponseBodies: &bodies,
+		Rules:                &rules,
 	})
 	awswafv2.NewCfnWebACLAssociation(scope, jsii.String("ApiWebAclAssociation"), &awswafv2.CfnWebACLAssociationProps{
 		ResourceArn: a.rest.DeploymentStage().StageArn(),

@@ -22,6 +22,10 @@ var featureFlags = map[string]any{
 	// Fail synth on a template CloudFormation would refuse (a WAF description with
 	// parentheses did, once) instead of printing a warning and deploying it.
 	"@aws-cdk/core:validateAgainstDefaultRules": true,
+	// The front door's references from the stack to its us-east-1 edge stack: "strong"
+	// (CDK's default, said explicitly) keeps the edge stack from removing a value the
+	// stack still uses, instead of a deploy that breaks the distribution.
+	"@aws-cdk/core:defaultCrossStackReferences": "strong",
 }
 
 // newApp creates the CDK app with the stack's feature flags; outdir "" means CDK_OUTDIR

@@ -27,7 +27,8 @@ var wiredFunctions = []string{fnAuthorizer, fnDigest, fnForwarder, fnMCP, fnOAut
 // discoverFunctions lists the Go main packages directly under dir (functions/) and checks
 // that they are exactly the functions the stack wires. A new folder must fail synth rather
 // than be silently left undeployed, and a missing one must not deploy a stack whose API
-// points at nothing. Folders without a main package (shared helpers) are not functions.
+// points at nothing. Folders without a main package (shared helpers, and functions/edge,
+// the Node.js Lambda@Edge function that frontdoor.go deploys) are not Go functions.
 func discoverFunctions(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -55,6 +55,8 @@ func TestDiscoverFunctions(t *testing.T) {
 			"README.md":              "functions",
 			"docs/notes/main.go.txt": "package main",
 		}), wiredFunctions, ""},
+		// The Lambda@Edge function is Node.js, deployed from its folder as it is.
+		{"the Node.js edge function is not a Go function", with(map[string]string{"edge/index.mjs": "export async function handler() {}\n"}), wiredFunctions, ""},
 		{"an unwired function fails", with(map[string]string{"billing/main.go": "package main\n"}), nil, "functions/billing"},
 		{"a missing function fails", with(nil, "forwarder/main.go"), nil, "functions/forwarder is missing"},
 		{"unparsable Go fails", with(map[string]string{"broken/main.go": "packag main"}), nil, "broken"},

@@ -31,6 +31,7 @@ const (
 	envAllowedOrigins       = lambdaenv.EnvAllowedOrigins
 	envAuthorizationServers = lambdaenv.EnvAuthorizationServers
 	envLogLevel             = lambdaenv.EnvLogLevel
+	envTrustViewerAddress   = lambdaenv.EnvTrustViewerAddress
 )
 
 // functionSpec is the sizing of one function.
@@ -89,6 +90,12 @@ func functionEnv(cfg config.Config, d *dataTables, p *pipeline, secret awssecret
 		envRateLimit:          jsii.String(cfg.RateLimit),
 		envAuthFailLimit:      jsii.String(cfg.AuthFailLimit),
 		envLogLevel:           jsii.String(cfg.LogLevel),
+	}
+	if cfg.FrontDoor {
+		// Behind the front door API Gateway's source IP is a CloudFront edge server;
+		// the regional WAF refuses whatever did not come through the distribution, so
+		// CloudFront-Viewer-Address names the client (shared/apigw.SourceIP).
+		env[envTrustViewerAddress] = jsii.String("true")
 	}
 	for k, v := range map[string]string{
 		envAutopilotWebhook:     cfg.AutopilotWebhookURL,

@@ -57,11 +57,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	edgeCode, err := edgeAsset(root)
+	if err != nil {
+		return err
+	}
 	if _, err := NewStack(app, StackID, &StackProps{
-		StackProps: awscdk.StackProps{Env: envFromCLI(), Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
+		StackProps: awscdk.StackProps{Env: stackEnv(os.Getenv, cfg), Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
 		Config:     cfg,
 		Assets:     assets,
 		Queries:    queries,
+		EdgeCode:   edgeCode,
 	}); err != nil {
 		return err
 	}
@@ -70,15 +75,34 @@ func run() error {
 	return nil
 }
 
-// envFromCLI pins the stack to the account and region the CDK CLI resolved from the
-// caller's credentials, when it did; without them (plain `go run`) the template stays
-// environment-agnostic.
-func envFromCLI() *awscdk.Environment {
-	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
-	if account == "" || region == "" {
+// stackEnv pins the stack to the account and region the CDK CLI resolved from the
+// caller's configuration (CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION), else to the
+// region context key. The front door needs a region (its Lambda@Edge function is in
+// us-east-1 and referred to across regions); the account may stay the deploying
+// one's, resolved by CloudFormation. Without either (plain `go run`, bare API) the
+// template stays environment-agnostic.
+func stackEnv(getenv func(string) string, cfg config.Config) *awscdk.Environment {
+	account, region := getenv("CDK_DEFAULT_ACCOUNT"), getenv("CDK_DEFAULT_REGION")
+	if region == "" {
+		region = cfg.Region
+	}
+	if region == "" {
 		return nil
 	}
-	return &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	env := &awscdk.Environment{Region: jsii.String(region)}
+	if account != "" {
+		env.Account = jsii.String(account)
+	}
+	return env
+}
+
+// edgeAsset is functions/edge, the Lambda@Edge function's code, deployed as it is.
+func edgeAsset(root string) (string, error) {
+	dir := filepath.Join(root, "functions", "edge")
+	if _, err := os.Stat(filepath.Join(dir, "index.mjs")); err != nil {
+		return "", fmt.Errorf("functions/edge/index.mjs (the Lambda@Edge function): %w", err)
+	}
+	return dir, nil
 }
 
 // repoRoot finds the module root (the directory with go.mod) from the working

@@ -28,10 +28,13 @@ type synthesized struct {
 	template  assertions.Template
 	raw       cfnTemplate
 	nagErrors []string
+	// edge is the us-east-1 stack of the front door; nil without it.
+	edge *synthesized
 }
 
 var (
-	// plain is the stack with no context at all (every default).
+	// plain is the stack with no context at all (every default: the front door on
+	// the distribution's own domain).
 	plain *synthesized
 	// full sets every optional context key (custom domain in a Route 53 zone, e-mail,
 	// origins, webhook, an external OpenID Connect provider instead of Cognito...).
@@ -39,6 +42,8 @@ var (
 	// essentials keeps Cognito but sets its keys: a domain prefix, the Essentials plan,
 	// and a custom domain (so the Cognito callback is on it).
 	essentials *synthesized
+	// bare is the API without the front door (frontDoor=false) on its stage URL.
+	bare *synthesized
 	// repoQueries are the saved queries in the repository's events/queries.
 	repoQueries []savedqueries.Query
 )
@@ -50,7 +55,8 @@ var fullContext = map[string]any{
 	config.KeyAuthorizationServers: "https://auth.example.com",
 	config.KeyAlarmEmail:           "ops@example.com",
 	config.KeyDomainName:           "mcp.example.com",
-	config.KeyCertificateARN:       "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+	// The front door's custom domain is CloudFront's: a us-east-1 certificate.
+	config.KeyCertificateARN:       "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 	config.KeyAuditRetentionDays:   float64(730),
 	config.KeyAuditObjectLockMode:  "compliance",
 	config.KeyAuditObjectLockDays:  float64(730),
@@ -71,13 +77,19 @@ var fullContext = map[string]any{
 	config.KeyJWTWorkspace:         "acme",
 }
 
+// essentialsContext is also the bare API (frontDoor=false), on its regional custom
+// domain.
 var essentialsContext = map[string]any{
+	config.KeyFrontDoor:           false,
 	config.KeyCognitoDomainPrefix: "acme-mcp",
 	config.KeyCognitoFeaturePlan:  config.CognitoEssentials,
 	config.KeyDomainName:          "mcp.acme.example",
 	config.KeyCertificateARN:      "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 	config.KeyGlueDatabase:        "aacmcp_audit_essentials",
 }
+
+// testRegion is the main stacks' region: the front door needs one.
+const testRegion = "eu-west-1"
 
 // TestMain synthesizes both stacks once for the whole test binary: a synth costs
 // seconds, and every test reads the same templates.
@@ -124,11 +136,19 @@ func synthAll(outdir string) (err error) {
 		if err != nil {
 			return nil, err
 		}
-		stack, err := NewStack(app, id, &StackProps{Config: cfg, Assets: assets, Queries: repoQueries})
+		stack, err := NewStack(app, id, &StackProps{
+			StackProps: awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String(testRegion)}},
+			Config:     cfg, Assets: assets, Queries: repoQueries,
+			EdgeCode: filepath.Join(root, "functions", "edge"),
+		})
 		if err != nil {
 			return nil, err
 		}
-		return &synthesized{stack: stack}, nil
+		s := &synthesized{stack: stack}
+		if e, ok := app.Node().TryFindChild(jsii.String(EdgeStackID(id))).(awscdk.Stack); ok && e != nil {
+			s.edge = &synthesized{stack: e}
+		}
+		return s, nil
 	}
 	if plain, err = build("Plain", nil); err != nil {
 		return err
@@ -139,8 +159,17 @@ func synthAll(outdir string) (err error) {
 	if essentials, err = build("Essentials", essentialsContext); err != nil {
 		return err
 	}
+	if bare, err = build("Bare", map[string]any{config.KeyFrontDoor: "false", config.KeyGlueDatabase: "aacmcp_audit_bare"}); err != nil {
+		return err
+	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
-	for _, s := range []*synthesized{plain, full, essentials} {
+	all := []*synthesized{plain, full, essentials, bare}
+	for _, s := range all {
+		if s.edge != nil {
+			all = append(all, s.edge)
+		}
+	}
+	for _, s := range all {
 		s.template = assertions.Template_FromStack(s.stack, nil)
 		b, err := json.Marshal(s.template.ToJSON())
 		if err != nil {

@@ -379,7 +379,16 @@ func newDomainRecord(scope constructs.Construct, cfg config.Config, a *api) {
 	awsroute53.NewARecord(scope, jsii.String("DomainAlias"), &awsroute53.ARecordProps{
 		Zone:       zone,
 		RecordName: jsii.String(cfg.DomainName),
-		Target:     awsroute53.RecordTarget_FromAlias(awsroute53targets.NewApiGateway(a.rest)),
+		Target:     domainAliasTarget(a),
 		Comment:    jsii.String("aacmcp API custom domain"),
 	})
+}
+
+// domainAliasTarget is what the custom domain points at: the distribution, or the
+// API's regional custom domain without the front door.
+func domainAliasTarget(a *api) awsroute53.RecordTarget {
+	if a.front != nil {
+		return awsroute53.RecordTarget_FromAlias(awsroute53targets.NewCloudFrontTarget(a.front.dist))
+	}
+	return awsroute53.RecordTarget_FromAlias(awsroute53targets.NewApiGateway(a.rest))
 }

@@ -17,12 +17,15 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
-// stageURL is the template's value of the public URL on the default execute-api URL.
-func stageURL(s *synthesized, t *testing.T, suffix string) string {
-	api := s.raw.logicalIDWithPrefix(t, "AWS::ApiGateway::RestApi", "Api")
-	return jsonText(map[string]any{"Fn::Join": []any{"", []any{
-		"https://", ref(api), ".execute-api.", ref("AWS::Region"), ".", ref("AWS::URLSuffix"), "/" + stageName + suffix,
-	}}})
+// frontDoorURL is the template's value of the public URL on the distribution's own
+// domain (the default).
+func frontDoorURL(s *synthesized, t *testing.T, suffix string) string {
+	dist := s.raw.logicalIDWithPrefix(t, "AWS::CloudFront::Distribution", "FrontDoor")
+	parts := []any{"https://", getAtt(dist, "DomainName")}
+	if suffix != "" {
+		parts = append(parts, suffix)
+	}
+	return jsonText(map[string]any{"Fn::Join": []any{"", parts}})
 }
 
 func fnEnv(t *testing.T, s *synthesized, fn string) map[string]any {
@@ -89,7 +92,7 @@ func TestOAuthFunctionEnvironment(t *testing.T) {
 	fullEnv := fnEnv(t, full, fnOAuth)
 	cognitoIssuer := func(pool string) string {
 		return jsonText(map[string]any{"Fn::Join": []any{"", []any{
-			"https://cognito-idp.", ref("AWS::Region"), ".", ref("AWS::URLSuffix"), "/", ref(pool),
+			"https://cognito-idp." + testRegion + ".", ref("AWS::URLSuffix"), "/", ref(pool),
 		}}})
 	}
 	tests := []struct {
@@ -98,7 +101,7 @@ func TestOAuthFunctionEnvironment(t *testing.T) {
 		key  string
 		want string // JSON text; "" means unset
 	}{
-		{"plain", plainEnv, envPublicURL, stageURL(plain, t, "")},
+		{"plain", plainEnv, envPublicURL, frontDoorURL(plain, t, "")},
 		{"plain", plainEnv, envOIDCIssuer, cognitoIssuer(pool)},
 		{"plain", plainEnv, envOIDCClientID, jsonText(ref(client))},
 		{"plain", plainEnv, envOIDCClientSecretARN, jsonText(ref(secret))},
@@ -256,7 +259,7 @@ func TestCognito(t *testing.T) {
 			}
 		}
 		invite := jsonText(path(p, "AdminCreateUserConfig", "InviteMessageTemplate", "EmailMessage"))
-		for _, part := range []string{"{username}", "{####}", `"/prod/mcp`} {
+		for _, part := range []string{"{username}", "{####}", `"/mcp`} {
 			if !strings.Contains(invite, part) {
 				t.Errorf("invitation %s lacks %s", invite, part)
 			}
@@ -278,7 +281,7 @@ func TestCognito(t *testing.T) {
 			{"flows", jsonText(c["AllowedOAuthFlows"]), `["code"]`},
 			{"OAuth on", c["AllowedOAuthFlowsUserPoolClient"], true},
 			{"scopes", jsonText(c["AllowedOAuthScopes"]), `["openid","email","profile"]`},
-			{"callback", jsonText(c["CallbackURLs"]), "[" + stageURL(plain, t, callbackPath) + "]"},
+			{"callback", jsonText(c["CallbackURLs"]), "[" + frontDoorURL(plain, t, callbackPath) + "]"},
 			{"providers", jsonText(c["SupportedIdentityProviders"]), `["COGNITO"]`},
 			{"no existence errors", c["PreventUserExistenceErrors"], "ENABLED"},
 			{"token revocation", c["EnableTokenRevocation"], true},
@@ -361,7 +364,9 @@ func TestUpstreamClientSecret(t *testing.T) {
 	}
 	each(t, func(t *testing.T, s *synthesized) {
 		for id, r := range s.raw.Resources {
-			if strings.HasPrefix(r.Type, "Custom::") || r.Type == "AWS::CloudFormation::CustomResource" {
+			// The front door's cross-region reference reader carries only the edge
+			// stack's version and web ACL ARNs (TestCrossRegionProviders).
+			if (strings.HasPrefix(r.Type, "Custom::") || r.Type == "AWS::CloudFormation::CustomResource") && r.Type != "Custom::CrossRegionExportReader" {
 				t.Errorf("custom resource %s (%s): the secret must not pass through a Lambda", id, r.Type)
 			}
 		}
@@ -377,25 +382,39 @@ func TestUpstreamClientSecret(t *testing.T) {
 			}
 		}
 	})
-	if ids := full.raw.ofType("AWS::SecretsManager::Secret"); len(ids) != 3 || !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "AuditHmacKey") }) ||
-		!slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "ConfirmKey") }) {
-		t.Errorf("full: secrets %v, want only the webhook key, the audit HMAC key and the confirmation key (the OIDC secret is the admin's)", ids)
+	if ids := full.raw.ofType("AWS::SecretsManager::Secret"); len(ids) != 4 || !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "AuditHmacKey") }) ||
+		!slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "ConfirmKey") }) ||
+		!slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "OriginVerifySecret") }) {
+		t.Errorf("full: secrets %v, want only the webhook key, the audit HMAC key, the confirmation key and the front door's origin secret (the OIDC secret is the admin's)", ids)
 	}
+}
+
+// rateACLOf is the web ACL that holds the per-IP rate rules: CloudFront's, in the
+// edge stack, behind the front door; the stage's without it.
+func rateACLOf(t *testing.T, s *synthesized) map[string]any {
+	t.Helper()
+	if s.edge != nil {
+		return s.edge.raw.Resources[s.edge.raw.logicalIDWithPrefix(t, "AWS::WAFv2::WebACL", "EdgeWebAcl")].Properties
+	}
+	return s.raw.Resources["ApiWebAcl"].Properties
 }
 
 func TestOAuthWAF(t *testing.T) {
 	each(t, func(t *testing.T, s *synthesized) {
 		acl := s.raw.Resources["ApiWebAcl"].Properties
+		rateACL := rateACLOf(t, s)
 		byName := map[string]any{}
-		priorities := map[float64]string{}
-		for _, r := range asList(acl["Rules"]) {
-			name := path(r, "Name").(string)
-			byName[name] = r
-			pr := path(r, "Priority").(float64)
-			if other, dup := priorities[pr]; dup {
-				t.Errorf("rules %s and %s share priority %v", name, other, pr)
+		for _, a := range []map[string]any{acl, rateACL} {
+			priorities := map[float64]string{}
+			for _, r := range asList(a["Rules"]) {
+				name := path(r, "Name").(string)
+				byName[name] = r
+				pr := path(r, "Priority").(float64)
+				if other, dup := priorities[pr]; dup && other != name {
+					t.Errorf("rules %s and %s share priority %v", name, other, pr)
+				}
+				priorities[pr] = name
 			}
-			priorities[pr] = name
 		}
 		wantLimits := map[string]float64{"OAuthTokenRateLimitPerIp": 300, "OAuthRegisterRateLimitPerIp": 20}
 		if s == full {
@@ -431,13 +450,14 @@ func TestOAuthWAF(t *testing.T) {
 				path(byName[name], "Action", "Block", "CustomResponse", "CustomResponseBodyKey") != oauthRateLimitedBody {
 				t.Errorf("%s action = %s", name, jsonText(path(byName[name], "Action")))
 			}
-			// Within the limit the request goes on to the body and core rules.
-			if path(byName[name], "Priority").(float64) <= path(byName["AWSManagedRulesCommonRuleSet"], "Priority").(float64) {
+			// Within the limit the request goes on to the body and core rules (behind
+			// the front door those are the stage's, after CloudFront's ACL).
+			if s.edge == nil && path(byName[name], "Priority").(float64) <= path(byName["AWSManagedRulesCommonRuleSet"], "Priority").(float64) {
 				t.Errorf("%s runs before the core rule set", name)
 			}
 		}
 		var body struct{ Error, ErrorDescription string }
-		if err := json.Unmarshal([]byte(path(acl, "CustomResponseBodies", oauthRateLimitedBody, "Content").(string)), &body); err != nil || body.Error != "temporarily_unavailable" {
+		if err := json.Unmarshal([]byte(path(rateACL, "CustomResponseBodies", oauthRateLimitedBody, "Content").(string)), &body); err != nil || body.Error != "temporarily_unavailable" {
 			t.Errorf("OAuth rate-limit body %v: %v", body, err)
 		}
 
@@ -507,7 +527,7 @@ func TestDomainPlumbing(t *testing.T) {
 		s        *synthesized
 		disabled any
 		records  int
-	}{{"plain", plain, nil, 0}, {"full", full, true, 1}, {"essentials", essentials, true, 0}} {
+	}{{"plain", plain, nil, 0}, {"full", full, nil, 1}, {"essentials", essentials, true, 0}} {
 		api := tt.s.raw.Resources[tt.s.raw.logicalIDWithPrefix(t, "AWS::ApiGateway::RestApi", "Api")].Properties
 		if api["DisableExecuteApiEndpoint"] != tt.disabled {
 			t.Errorf("%s: DisableExecuteApiEndpoint = %v, want %v", tt.name, api["DisableExecuteApiEndpoint"], tt.disabled)
@@ -517,13 +537,15 @@ func TestDomainPlumbing(t *testing.T) {
 		}
 	}
 	rec := full.raw.Resources[full.raw.logicalIDWithPrefix(t, "AWS::Route53::RecordSet", "DomainAlias")].Properties
-	domain := full.raw.logicalIDWithPrefix(t, "AWS::ApiGateway::DomainName", "ApiCustomDomain")
+	// Behind the front door the domain is the distribution's; CloudFront's alias zone
+	// is Z2FDTNDATAQYW2 (Route 53 "AliasTarget").
+	dist := full.raw.logicalIDWithPrefix(t, "AWS::CloudFront::Distribution", "FrontDoor")
 	for _, c := range []struct{ got, want any }{
 		{rec["Type"], "A"},
 		{rec["Name"], "mcp.example.com."},
 		{rec["HostedZoneId"], "Z0123456789ABCDEFGHIJ"},
-		{jsonText(path(rec, "AliasTarget", "DNSName")), jsonText(getAtt(domain, "RegionalDomainName"))},
-		{jsonText(path(rec, "AliasTarget", "HostedZoneId")), jsonText(getAtt(domain, "RegionalHostedZoneId"))},
+		{jsonText(path(rec, "AliasTarget", "DNSName")), jsonText(getAtt(dist, "DomainName"))},
+		{jsonText(path(rec, "AliasTarget", "HostedZoneId")), jsonText(map[string]any{"Fn::FindInMap": []any{"AWSCloudFrontPartitionHostedZoneIdMap", ref("AWS::Partition"), "zoneId"}})},
 	} {
 		if c.got != c.want {
 			t.Errorf("DNS record: %v, want %v", c.got, c.want)
@@ -550,10 +572,10 @@ func TestOAuthStackOutputs(t *testing.T) {
 			}
 		}
 	}
-	if got := jsonText(plain.raw.Outputs[outOAuthIssuer].Value); got != stageURL(plain, t, "") {
+	if got := jsonText(plain.raw.Outputs[outOAuthIssuer].Value); got != frontDoorURL(plain, t, "") {
 		t.Errorf("plain issuer = %s", got)
 	}
-	if got := jsonText(plain.raw.Outputs[outMCPURL].Value); got != stageURL(plain, t, "/mcp") {
+	if got := jsonText(plain.raw.Outputs[outMCPURL].Value); got != frontDoorURL(plain, t, "/mcp") {
 		t.Errorf("plain connector URL = %s", got)
 	}
 	if got := jsonText(full.raw.Outputs[outOAuthIssuer].Value); got != `"https://mcp.example.com"` {

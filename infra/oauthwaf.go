@@ -81,11 +81,9 @@ func oauthRateLimitedResponse() *awswafv2.CfnWebACL_CustomResponseBodyProperty {
 	return &awswafv2.CfnWebACL_CustomResponseBodyProperty{ContentType: jsii.String("APPLICATION_JSON"), Content: jsii.String(string(b))}
 }
 
-// oauthWAFRules are the web ACL rules above; visibility and block are addWAF's helpers.
-func oauthWAFRules(cfg config.Config,
-	visibility func(string) *awswafv2.CfnWebACL_VisibilityConfigProperty,
-	block func(float64, string, ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty,
-) []any {
+// urlInclusionRule blocks on the core rule set's URL-inclusion labels outside the
+// OAuth endpoints.
+func urlInclusionRule(visibility func(string) *awswafv2.CfnWebACL_VisibilityConfigProperty) any {
 	var labels []any
 	for _, name := range sortedRuleNames() {
 		labels = append(labels, &awswafv2.CfnWebACL_StatementProperty{
@@ -93,6 +91,30 @@ func oauthWAFRules(cfg config.Config,
 		})
 	}
 	none := &[]any{&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")}}
+	return &awswafv2.CfnWebACL_RuleProperty{
+		Name:     jsii.String("UrlInclusionOutsideOAuth"),
+		Priority: jsii.Number(priorityURLInclusion),
+		Statement: &awswafv2.CfnWebACL_StatementProperty{AndStatement: &awswafv2.CfnWebACL_AndStatementProperty{Statements: &[]any{
+			&awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{Statements: &labels}},
+			&awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{
+				Statement: &awswafv2.CfnWebACL_StatementProperty{RegexMatchStatement: &awswafv2.CfnWebACL_RegexMatchStatementProperty{
+					FieldToMatch:        &awswafv2.CfnWebACL_FieldToMatchProperty{UriPath: &map[string]any{}},
+					RegexString:         jsii.String(oauthEndpointPath),
+					TextTransformations: none,
+				}},
+			}},
+		}}},
+		Action:           &awswafv2.CfnWebACL_RuleActionProperty{Block: &map[string]any{}},
+		VisibilityConfig: visibility("aacmcp-url-inclusion-outside-oauth"),
+	}
+}
+
+// oauthRateRules are the per-IP limits of the token (and revocation) and
+// registration endpoints; visibility and block are api.go's helpers.
+func oauthRateRules(cfg config.Config,
+	visibility func(string) *awswafv2.CfnWebACL_VisibilityConfigProperty,
+	block func(float64, string, ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty,
+) []any {
 	// A counting rule must see every spelling the function would serve as the
 	// endpoint: decoded and lower-cased, anywhere in the path (stage or not).
 	pathContains := func(s string) *awswafv2.CfnWebACL_StatementProperty {
@@ -116,22 +138,6 @@ func oauthWAFRules(cfg config.Config,
 		}}
 	}
 	return []any{
-		&awswafv2.CfnWebACL_RuleProperty{
-			Name:     jsii.String("UrlInclusionOutsideOAuth"),
-			Priority: jsii.Number(priorityURLInclusion),
-			Statement: &awswafv2.CfnWebACL_StatementProperty{AndStatement: &awswafv2.CfnWebACL_AndStatementProperty{Statements: &[]any{
-				&awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{Statements: &labels}},
-				&awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{
-					Statement: &awswafv2.CfnWebACL_StatementProperty{RegexMatchStatement: &awswafv2.CfnWebACL_RegexMatchStatementProperty{
-						FieldToMatch:        &awswafv2.CfnWebACL_FieldToMatchProperty{UriPath: &map[string]any{}},
-						RegexString:         jsii.String(oauthEndpointPath),
-						TextTransformations: none,
-					}},
-				}},
-			}}},
-			Action:           &awswafv2.CfnWebACL_RuleActionProperty{Block: &map[string]any{}},
-			VisibilityConfig: visibility("aacmcp-url-inclusion-outside-oauth"),
-		},
 		&awswafv2.CfnWebACL_RuleProperty{
 			Name:     jsii.String("OAuthTokenRateLimitPerIp"),
 			Priority: jsii.Number(priorityOAuthToken),

@@ -34,6 +34,7 @@ const (
 	outAddUserCommand     = "AddUserCommand"
 	outOAuthDiscovery     = "OAuthDiscovery"
 	outStepUpChallenge    = "StepUpChallenge"
+	outFrontDoorID        = "FrontDoorDistributionId"
 )
 
 // What the deployed URL does for OAuth clients (docs/decisions.md, "Challenges and
@@ -46,11 +47,17 @@ const (
 		"at the authorization server metadata. Personal tokens (Authorization: Bearer aac_...) work here; for " +
 		"OAuth (claude.ai, ChatGPT) deploy with a custom domain: docs/deploy.md, \"Custom domain for OAuth clients\"."
 	discoveryCustomDomain = "Custom domain at the root: every RFC 8414 and RFC 9728 well-known URL is served."
-	stepUpChallenge       = "The 401s API Gateway answers itself carry WWW-Authenticate. The MCP function's own " +
+	discoveryFrontDoor    = "The MCP URL is the CloudFront distribution's, whose root is the API stage's: every " +
+		"RFC 8414 and RFC 9728 well-known URL a client derives from it is at the root and served."
+	stepUpBare = "The 401s API Gateway answers itself carry WWW-Authenticate. The MCP function's own " +
 		"challenges (403 insufficient_scope, and 401 for a token that expired inside the 60 s authorizer cache) " +
 		"arrive as x-amzn-Remapped-WWW-Authenticate: API Gateway REST renames that header in Lambda proxy " +
-		"answers, so clients do not step up by themselves; the CloudFront front door in docs/decisions.md " +
-		"restores it and is not part of this stack yet."
+		"answers, so clients do not step up by themselves. This stack was deployed with frontDoor=false; " +
+		"the CloudFront front door (the default) restores the header."
+	stepUpFrontDoor = "Every challenge reaches clients as WWW-Authenticate on the MCP URL: API Gateway's own 401s " +
+		"carry it, and the Lambda@Edge origin-response function of the CloudFront front door renames the MCP " +
+		"function's x-amzn-Remapped-WWW-Authenticate (403 insufficient_scope, 401 for a token expired inside the " +
+		"authorizer cache) back. The execute-api URL answers 403 to requests that did not come through CloudFront."
 )
 
 func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *functionSet, a *api, an *analytics, m *monitoring, o *oauthStack) {
@@ -94,11 +101,20 @@ func newOutputs(scope constructs.Construct, d *dataTables, p *pipeline, fns *fun
 				" --username <email> --user-attributes Name=email,Value=<email> Name=email_verified,Value=true"+
 				" --desired-delivery-mediums EMAIL"))
 	}
-	if dn := a.rest.DomainName(); dn != nil {
+	switch dn := a.rest.DomainName(); {
+	case a.front != nil:
+		if a.front.customDomain {
+			out(outDomainTarget, "Point the custom domain's DNS (CNAME or alias) at this name", a.front.dist.DistributionDomainName())
+		}
+		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryFrontDoor))
+		out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpFrontDoor))
+		out(outFrontDoorID, "CloudFront distribution in front of the API", a.front.dist.DistributionId())
+	case dn != nil:
 		out(outDomainTarget, "Point the custom domain's DNS (CNAME or alias) at this name", dn.DomainNameAliasDomainName())
 		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryCustomDomain))
-	} else {
+		out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpBare))
+	default:
 		out(outOAuthDiscovery, "OAuth discovery on the MCP URL", jsii.String(discoveryStageURL))
+		out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpBare))
 	}
-	out(outStepUpChallenge, "How OAuth challenges reach clients", jsii.String(stepUpChallenge))
 }

@@ -22,6 +22,9 @@ type StackProps struct {
 	Assets map[string]string
 	// Queries become Athena named queries, one each.
 	Queries []savedqueries.Query
+	// EdgeCode is the directory of the Lambda@Edge function (functions/edge), used
+	// with the front door.
+	EdgeCode string
 }
 
 // NewStack defines the whole aacmcp deployment in one stack: the API and its functions,
@@ -36,8 +39,24 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 			err = fmt.Errorf("defining stack %s: %v", id, r)
 		}
 	}()
-	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	cfg := props.Config
+	sp := props.StackProps
+	var edge *edgeStack
+	if cfg.FrontDoor {
+		// Lambda@Edge and CloudFront's web ACL live in us-east-1: a second stack, and
+		// references across regions, which need both regions known at synth.
+		if sp.Env == nil || sp.Env.Region == nil || *sp.Env.Region == "" {
+			return nil, fmt.Errorf("stack %s: the CloudFront front door needs the stack's region: deploy with the CDK CLI "+
+				"(it sets CDK_DEFAULT_REGION from your AWS configuration), set CDK_DEFAULT_REGION, or pass -c %s=<region>; "+
+				"-c %s=false deploys the bare API instead", id, config.KeyRegion, config.KeyFrontDoor)
+		}
+		if props.EdgeCode == "" {
+			return nil, fmt.Errorf("stack %s: no code directory for the Lambda@Edge function", id)
+		}
+		sp.CrossRegionReferences = jsii.Bool(true)
+		edge = newEdgeStack(scope, id, sp.Env.Account, cfg, props.EdgeCode)
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), &sp)
 
 	d, err := newDataTables(stack)
 	if err != nil {
@@ -52,7 +71,7 @@ func NewStack(scope constructs.Construct, id string, props *StackProps) (_ awscd
 		return nil, err
 	}
 	newDigests(stack, p, fns)
-	a := newAPI(stack, cfg, fns)
+	a := newAPI(stack, cfg, fns, edge)
 	o := newOAuth(stack, cfg, d, p, fns, a)
 	newExternalJWT(cfg, d, fns, o)
 	newForwarding(stack, fns, a)

@@ -43,7 +43,12 @@ func TestFunctionsFolderMatchesStack(t *testing.T) {
 
 func TestLambdaFunctions(t *testing.T) {
 	each(t, func(t *testing.T, s *synthesized) {
-		ids := s.raw.ofType("AWS::Lambda::Function")
+		var ids []string
+		for _, id := range s.raw.ofType("AWS::Lambda::Function") {
+			if !strings.HasPrefix(id, crossRegionProvider) {
+				ids = append(ids, id)
+			}
+		}
 		if len(ids) != len(wiredFunctions) {
 			t.Fatalf("want %d functions, got %v", len(wiredFunctions), ids)
 		}
@@ -254,8 +259,10 @@ func TestGatewayResponses(t *testing.T) {
 		authHeader string // substring of WWW-Authenticate, "" for none
 	}{
 		// No error code: UNAUTHORIZED is also the answer to a request without a token.
-		{plain, "UNAUTHORIZED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\"'`},
-		{plain, "ACCESS_DENIED", "401", "invalid_token", `/prod/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
+		// Behind the front door the metadata is at the distribution's root.
+		{plain, "UNAUTHORIZED", "401", "invalid_token", `"/.well-known/oauth-protected-resource/mcp\"'`},
+		{plain, "ACCESS_DENIED", "401", "invalid_token", `"/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
+		{essentials, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.acme.example/.well-known/oauth-protected-resource/mcp\"'`},
 		{full, "UNAUTHORIZED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"'`},
 		{full, "ACCESS_DENIED", "401", "invalid_token", `'Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"'`},
 		{plain, "THROTTLED", "429", "rate_limited", ""},
@@ -311,19 +318,35 @@ func TestStage(t *testing.T) {
 }
 
 func TestCustomDomainOnlyFromContext(t *testing.T) {
-	check(t, "no domain by default", func() {
-		plain.template.ResourceCountIs(jsii.String("AWS::ApiGateway::DomainName"), jsii.Number(0))
-	})
-	check(t, "domain from context", func() {
-		full.template.HasResourceProperties(jsii.String("AWS::ApiGateway::DomainName"), map[string]any{
-			"DomainName":             "mcp.example.com",
-			"RegionalCertificateArn": fullContext["certificateArn"],
+	for _, s := range []*synthesized{plain, full} {
+		check(t, "no API Gateway domain behind the front door", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::ApiGateway::DomainName"), jsii.Number(0))
+		})
+	}
+	check(t, "the bare API's domain from context", func() {
+		essentials.template.HasResourceProperties(jsii.String("AWS::ApiGateway::DomainName"), map[string]any{
+			"DomainName":             "mcp.acme.example",
+			"RegionalCertificateArn": essentialsContext["certificateArn"],
 			"SecurityPolicy":         "TLS_1_2",
 		})
-		full.template.ResourceCountIs(jsii.String("AWS::ApiGateway::BasePathMapping"), jsii.Number(1))
+		essentials.template.ResourceCountIs(jsii.String("AWS::ApiGateway::BasePathMapping"), jsii.Number(1))
 	})
-	if _, ok := full.raw.Outputs[outDomainTarget]; !ok {
-		t.Errorf("full stack lacks output %s", outDomainTarget)
+	check(t, "the distribution's domain from context", func() {
+		full.template.HasResourceProperties(jsii.String("AWS::CloudFront::Distribution"), map[string]any{
+			"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{
+				"Aliases": []any{"mcp.example.com"},
+				"ViewerCertificate": map[string]any{
+					"AcmCertificateArn":      fullContext["certificateArn"],
+					"MinimumProtocolVersion": "TLSv1.2_2021",
+					"SslSupportMethod":       "sni-only",
+				},
+			}),
+		})
+	})
+	for _, s := range []*synthesized{full, essentials} {
+		if _, ok := s.raw.Outputs[outDomainTarget]; !ok {
+			t.Errorf("%s stack lacks output %s", *s.stack.StackName(), outDomainTarget)
+		}
 	}
 	if _, ok := plain.raw.Outputs[outDomainTarget]; ok {
 		t.Errorf("plain stack has output %s", outDomainTarget)
@@ -335,10 +358,11 @@ func TestWAF(t *testing.T) {
 	if acl["Scope"] != "REGIONAL" {
 		t.Errorf("web ACL scope = %v", acl["Scope"])
 	}
-	rules, _ := acl["Rules"].([]any)
 	byName := map[string]any{}
-	for _, r := range rules {
-		byName[path(r, "Name").(string)] = r
+	for _, a := range []map[string]any{acl, rateACLOf(t, plain)} {
+		for _, r := range asList(a["Rules"]) {
+			byName[path(r, "Name").(string)] = r
+		}
 	}
 	if got := path(byName["RateLimitPerIp"], "Statement", "RateBasedStatement"); path(got, "AggregateKeyType") != "IP" || path(got, "Limit") != 1000.0 {
 		t.Errorf("rate rule = %s", jsonText(got))
@@ -598,21 +622,25 @@ func TestAlarms(t *testing.T) {
 // discovery and challenges.
 func TestOAuthOutputs(t *testing.T) {
 	for _, tt := range []struct {
-		s    *synthesized
-		name string
-		want []string
+		s         *synthesized
+		name      string
+		discovery []string
+		challenge []string
 	}{
-		{plain, "plain", []string{"cannot discover", "outside the stage", "403", "custom domain", "docs/deploy.md"}},
-		{full, "custom domain", []string{"Custom domain at the root"}},
+		{plain, "front door", []string{"CloudFront distribution", "at the root and served"},
+			[]string{"Lambda@Edge origin-response function", "back", "403 to requests that did not come through CloudFront"}},
+		{full, "front door on a custom domain", []string{"CloudFront distribution", "at the root and served"}, []string{"Lambda@Edge"}},
+		{bare, "bare API", []string{"cannot discover", "outside the stage", "403", "custom domain", "docs/deploy.md"},
+			[]string{"x-amzn-Remapped-WWW-Authenticate", "frontDoor=false"}},
+		{essentials, "bare API on a custom domain", []string{"Custom domain at the root"}, []string{"x-amzn-Remapped-WWW-Authenticate", "frontDoor=false"}},
 	} {
-		got := jsonText(tt.s.raw.Outputs[outOAuthDiscovery].Value)
-		for _, w := range tt.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %s = %s, want it to say %q", tt.name, outOAuthDiscovery, got, w)
+		for out, want := range map[string][]string{outOAuthDiscovery: tt.discovery, outStepUpChallenge: tt.challenge} {
+			got := jsonText(tt.s.raw.Outputs[out].Value)
+			for _, w := range want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s: %s = %s, want it to say %q", tt.name, out, got, w)
+				}
 			}
-		}
-		if ch := jsonText(tt.s.raw.Outputs[outStepUpChallenge].Value); !strings.Contains(ch, "x-amzn-Remapped-WWW-Authenticate") {
-			t.Errorf("%s: %s = %s", tt.name, outStepUpChallenge, ch)
 		}
 	}
 }
@@ -628,7 +656,7 @@ func TestOutputs(t *testing.T) {
 	for _, part := range []string{
 		"aacmcp token create --backend dynamodb --table ",
 		jsonText(ref(plain.raw.logicalIDWithPrefix(t, "AWS::DynamoDB::GlobalTable", "MainTable"))),
-		" --tokens-table ", " --region ", `{"Ref":"AWS::Region"}`, " --workspace <workspace> --user <user> --scopes issues:read,",
+		" --tokens-table ", " --region " + testRegion + " --workspace <workspace> --user <user> --scopes issues:read,",
 	} {
 		if !strings.Contains(cmd, part) {
 			t.Errorf("token command %s lacks %s", cmd, part)
@@ -641,7 +669,17 @@ func TestOutputs(t *testing.T) {
 
 // TestNagAwsSolutions: every AwsSolutions error is fixed or suppressed with a reason.
 func TestNagAwsSolutions(t *testing.T) {
-	each(t, func(t *testing.T, s *synthesized) {
+	stacks := map[string]*synthesized{"plain": plain, "full": full, "essentials": essentials, "bare": bare,
+		"plain edge": plain.edge, "full edge": full.edge}
+	for name, s := range stacks {
+		t.Run(name, func(t *testing.T) { nagClean(t, s) })
+	}
+}
+
+// nagClean: no unsuppressed AwsSolutions error, and a real reason on every suppression.
+func nagClean(t *testing.T, s *synthesized) {
+	t.Helper()
+	{
 		for _, e := range s.nagErrors {
 			t.Error(e)
 		}
@@ -658,7 +696,7 @@ func TestNagAwsSolutions(t *testing.T) {
 		if suppressions == 0 {
 			t.Error("found no suppressions at all: the metadata path changed and this check is blind")
 		}
-	})
+	}
 }
 
 // TestNagHarnessSeesFindings proves the nag check above is not blind: a bare bucket in

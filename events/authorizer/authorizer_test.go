@@ -59,6 +59,20 @@ func TestSampleEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := lambda.NewHandler(a.Handle)
+	// *-frontdoor-* events came through the CloudFront front door, where the stack
+	// sets AACMCP_TRUST_VIEWER_ADDRESS: API Gateway's source IP is an edge server,
+	// and the request is attributed to CloudFront-Viewer-Address, here the same
+	// client as the other samples (so the failure counter below counts it too).
+	front := cfg
+	front.TrustViewerAddress = true
+	af, err := authorizerfn.Build(front, authorizerfn.Deps{
+		DB: env.DB, Audit: capture, Stdout: &emf,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hFront := lambda.NewHandler(af.Handle)
 
 	files, err := lambdatest.SampleFiles(".")
 	if err != nil || len(files) == 0 {
@@ -74,7 +88,11 @@ func TestSampleEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		var g golden
-		out, err := h.Invoke(ctx, payload)
+		handler := h
+		if strings.Contains(name, "-frontdoor") {
+			handler = hFront
+		}
+		out, err := handler.Invoke(ctx, payload)
 		if err != nil {
 			g.Error = err.Error()
 		} else {
@@ -114,6 +132,13 @@ func TestSampleEvents(t *testing.T) {
 				}
 				if len(g.Audit) != 1 || g.Audit[0].Reason != "invalid_token" {
 					t.Errorf("want one invalid_token record, got %+v", g.Audit)
+				}
+			}
+			if strings.Contains(name, "-frontdoor") {
+				for _, r := range g.Audit {
+					if r.SourceIP != "198.51.100.11" {
+						t.Errorf("audited source %q, want the viewer CloudFront names, not its edge server", r.SourceIP)
+					}
 				}
 			}
 			lambdatest.Golden(t, strings.TrimSuffix(f, ".json")+".golden.json", g)

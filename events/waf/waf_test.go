@@ -37,6 +37,16 @@ func TestSampleWAFLogs(t *testing.T) {
 		WAFLogGroup:       wafGroup,
 		Logger:            slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
+	// *-frontdoor-* samples are the regional web ACL's behind the CloudFront front
+	// door, where the stack sets AACMCP_TRUST_VIEWER_ADDRESS for the forwarder.
+	front := forwarderfn.New(forwarderfn.Config{
+		Tools:              catalog.New(catalog.Deps{}),
+		FunctionLogGroups:  []string{"/aws/lambda/mcp"},
+		AccessLogGroup:     "/aws/apigateway/access",
+		WAFLogGroup:        wafGroup,
+		TrustViewerAddress: true,
+		Logger:             slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
 	files, err := filepath.Glob("*.json")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +70,11 @@ func TestSampleWAFLogs(t *testing.T) {
 			if data.LogGroup != wafGroup {
 				t.Fatalf("sample's logGroup %q, want %q", data.LogGroup, wafGroup)
 			}
-			recs := f.Records(data)
+			fw := f
+			if strings.Contains(name, "-frontdoor") {
+				fw = front
+			}
+			recs := fw.Records(data)
 			for _, r := range recs {
 				if err := r.Validate(); err != nil {
 					t.Errorf("invalid record: %v", err)

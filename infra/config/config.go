@@ -59,6 +59,8 @@ const (
 	KeyJWTRequireATJWT      = "jwtRequireAtJwt"
 	KeyAuditObjectLockMode  = "auditObjectLockMode"
 	KeyAuditObjectLockDays  = "auditObjectLockDays"
+	KeyFrontDoor            = "frontDoor"
+	KeyRegion               = "region"
 )
 
 // Keys lists every context key the app reads.
@@ -71,7 +73,7 @@ var Keys = []string{
 	KeyOIDCClientSecretARN, KeyCognitoDomainPrefix, KeyCognitoFeaturePlan, KeyWAFTokenRateLimit,
 	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL, KeyJWTIssuer, KeyJWTAudience, KeyJWTClients,
 	KeyJWTJWKSURL, KeyJWTAlgorithms, KeyJWTUserClaim, KeyJWTWorkspace, KeyJWTWorkspaceClaim,
-	KeyJWTRequireATJWT, KeyAuditObjectLockMode, KeyAuditObjectLockDays,
+	KeyJWTRequireATJWT, KeyAuditObjectLockMode, KeyAuditObjectLockDays, KeyFrontDoor, KeyRegion,
 }
 
 // Config is the validated deployment configuration.
@@ -140,6 +142,14 @@ type Config struct {
 	AuditObjectLockMode string
 	// AuditObjectLockDays is the default retention period of every new object.
 	AuditObjectLockDays int
+	// FrontDoor puts the CloudFront distribution, with its Lambda@Edge
+	// origin-response function, in front of the API (the default); false deploys the
+	// bare REST API, whose function-written challenges arrive renamed.
+	FrontDoor bool
+	// Region is the stack's region when the CDK CLI did not say (CDK_DEFAULT_REGION
+	// wins); the front door needs one, because Lambda@Edge lives in us-east-1 and
+	// the stack refers to it across regions.
+	Region string
 }
 
 // JWTConfig is the external JWT issuer's configuration, passed to the authorizer as
@@ -160,6 +170,10 @@ const (
 	ObjectLockGovernance = "governance"
 	ObjectLockCompliance = "compliance"
 )
+
+// CloudFrontCertificateRegion is where CloudFront's certificates and Lambda@Edge
+// functions live.
+const CloudFrontCertificateRegion = "us-east-1"
 
 // Limits that the AWS services impose.
 const (
@@ -199,6 +213,7 @@ func Defaults() Config {
 		WAFRegisterRateLimit: 20,
 		AuditObjectLockMode:  ObjectLockGovernance,
 		AuditObjectLockDays:  365,
+		FrontDoor:            true,
 	}
 }
 
@@ -212,6 +227,7 @@ var (
 	certARNRE  = regexp.MustCompile(`^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$`)
 	logLevels  = []string{"debug", "info", "warn", "error"}
 	zoneIDRE   = regexp.MustCompile(`^Z[A-Z0-9]{1,31}$`)
+	regionRE   = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
 	// A secret's full ARN ends in "-" and six random characters; IAM matches exactly
 	// the ARN it is given, so a partial ARN (the name only) would grant nothing.
 	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$`)
@@ -342,6 +358,19 @@ func Load(lookup func(key string) any) (Config, error) {
 			c.OAuthAccessTTL = d
 		}
 	}
+	var frontDoor string
+	str(KeyFrontDoor, &frontDoor)
+	if frontDoor != "" {
+		b, err := strconv.ParseBool(frontDoor)
+		if err != nil {
+			bad(KeyFrontDoor, fmt.Sprintf("%q is not true or false", frontDoor))
+		}
+		c.FrontDoor = b
+	}
+	str(KeyRegion, &c.Region)
+	if c.Region != "" && !regionRE.MatchString(c.Region) {
+		bad(KeyRegion, fmt.Sprintf("%q is not an AWS region name", c.Region))
+	}
 	str(KeyAuditObjectLockMode, &c.AuditObjectLockMode)
 	num(KeyAuditObjectLockDays, &c.AuditObjectLockDays, 1, 36500)
 
@@ -399,6 +428,11 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	if c.CertificateARN != "" && !certARNRE.MatchString(c.CertificateARN) {
 		bad(KeyCertificateARN, "is not an ACM certificate ARN")
+	} else if c.CertificateARN != "" && c.FrontDoor && strings.Split(c.CertificateARN, ":")[3] != CloudFrontCertificateRegion {
+		// The custom domain is the distribution's, and CloudFront takes only
+		// certificates from us-east-1 ("Requirements for using SSL/TLS certificates
+		// with CloudFront").
+		bad(KeyCertificateARN, "with the front door the custom domain is CloudFront's, which needs a certificate in "+CloudFrontCertificateRegion)
 	}
 	if (c.HostedZoneID == "") != (c.HostedZoneName == "") {
 		bad(KeyHostedZoneID, "hostedZoneId and hostedZoneName go together")

@@ -54,6 +54,8 @@ func TestOverrides(t *testing.T) {
 		KeyOAuthAccessTTL:       "30m",
 		KeyAuditObjectLockMode:  "compliance",
 		KeyAuditObjectLockDays:  float64(3650),
+		KeyFrontDoor:            "false",
+		KeyRegion:               "eu-central-1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +74,7 @@ func TestOverrides(t *testing.T) {
 		CognitoFeaturePlan:  CognitoPlus, WAFTokenRateLimit: 100, WAFRegisterRateLimit: 10,
 		OAuthAccessTTL:      30 * time.Minute,
 		AuditObjectLockMode: ObjectLockCompliance, AuditObjectLockDays: 3650,
+		FrontDoor: false, Region: "eu-central-1",
 	}
 	if !equal(c, want) {
 		t.Errorf("Load() = %+v\nwant %+v", c, want)
@@ -126,6 +129,9 @@ func TestRejectsCombinations(t *testing.T) {
 	if _, err := load(with(domain, KeyHostedZoneID, "Z123", KeyHostedZoneName, "mcp.example.com")); err != nil {
 		t.Fatalf("a zone named like the domain itself: %v", err)
 	}
+	if _, err := load(with(domain, KeyFrontDoor, false, KeyCertificateARN, "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666")); err != nil {
+		t.Fatalf("a regional certificate for the bare API's custom domain: %v", err)
+	}
 	tests := []struct {
 		name string
 		ctx  map[string]any
@@ -158,6 +164,8 @@ func TestRejectsCombinations(t *testing.T) {
 		{"access ttl not a duration", map[string]any{KeyOAuthAccessTTL: "1 hour"}, KeyOAuthAccessTTL},
 		{"access ttl too long", map[string]any{KeyOAuthAccessTTL: "25h"}, KeyOAuthAccessTTL},
 		{"access ttl too short", map[string]any{KeyOAuthAccessTTL: "30s"}, KeyOAuthAccessTTL},
+		// The front door (the default) puts the domain on CloudFront.
+		{"front door with a regional certificate", with(domain, KeyCertificateARN, "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"), KeyCertificateARN},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +211,8 @@ func TestRejects(t *testing.T) {
 		{KeyDenialAlarmThreshold, "many"},
 		{KeyAuditObjectLockMode, "legal-hold"},
 		{KeyAuditObjectLockDays, "0"},
+		{KeyFrontDoor, "yes"},
+		{KeyRegion, "Europe"},
 		{KeyLogLevel, []string{"info"}},
 	}
 	for _, tt := range tests {

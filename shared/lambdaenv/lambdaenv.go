@@ -35,6 +35,10 @@ const (
 	EnvAllowedOrigins       = "AACMCP_ALLOWED_ORIGINS"
 	EnvAuthorizationServers = "AACMCP_AUTHORIZATION_SERVERS"
 	EnvLogLevel             = "LOG_LEVEL"
+	// EnvTrustViewerAddress "true" attributes requests to the CloudFront viewer
+	// address (apigw.SourceIP): the stack sets it only with its front door, whose
+	// regional WAF lets no request reach the stage around CloudFront.
+	EnvTrustViewerAddress = "AACMCP_TRUST_VIEWER_ADDRESS"
 )
 
 // Defaults of the optional variables.
@@ -67,6 +71,8 @@ type Config struct {
 	// request.
 	PublicURL string
 	LogLevel  slog.Level
+	// TrustViewerAddress: see EnvTrustViewerAddress.
+	TrustViewerAddress bool
 }
 
 // Load reads the environment through getenv (os.Getenv in a function, a map in
@@ -108,6 +114,15 @@ func Load(getenv func(string) string, required ...string) (Config, error) {
 	}
 	if c.LogLevel, err = parseLevel(get(EnvLogLevel)); err != nil {
 		errs = append(errs, err)
+	}
+	switch v := get(EnvTrustViewerAddress); v {
+	case "", "false":
+	case "true":
+		c.TrustViewerAddress = true
+	default:
+		// A typo must not silently attribute every request to CloudFront's edge
+		// servers (or to a header a client wrote): fail the cold start instead.
+		errs = append(errs, fmt.Errorf("environment variable %s: %q is not true or false", EnvTrustViewerAddress, v))
 	}
 	// A webhook without its signing secret would send unsigned jobs the runner must
 	// reject; refuse the configuration instead.

@@ -37,6 +37,9 @@ func TestLoad(t *testing.T) {
 				if c.LogLevel != slog.LevelInfo {
 					t.Errorf("level %v", c.LogLevel)
 				}
+				if c.TrustViewerAddress {
+					t.Error("the viewer address is trusted by default")
+				}
 			},
 		},
 		{
@@ -64,6 +67,21 @@ func TestLoad(t *testing.T) {
 					t.Errorf("overrides: %+v", c)
 				}
 			},
+		},
+		{
+			name:     "viewer address trusted",
+			env:      map[string]string{EnvTrustViewerAddress: "true"},
+			required: nil,
+			check: func(t *testing.T, c Config) {
+				if !c.TrustViewerAddress {
+					t.Error("not trusted")
+				}
+			},
+		},
+		{
+			name:    "viewer address trust is true or false",
+			env:     map[string]string{EnvTrustViewerAddress: "yes"},
+			wantErr: []string{EnvTrustViewerAddress},
 		},
 		{
 			name:     "every missing variable is named",

@@ -33,6 +33,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -72,8 +73,14 @@ type Config struct {
 	// FailureLimit is how many failures an IP may have per window before it is
 	// refused without a lookup.
 	FailureLimit int64
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// TrustViewerAddress attributes a request to its CloudFront-Viewer-Address
+	// (apigw.SourceIP) instead of API Gateway's source IP, which behind the front
+	// door is a CloudFront edge server: the failed-attempt limit would otherwise
+	// count every viewer of that edge together, and audit records name the edge.
+	TrustViewerAddress bool
+
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Authorizer is the handler. Safe for concurrent use.
@@ -97,7 +104,7 @@ func New(cfg Config) *Authorizer {
 // Handle is the Lambda handler.
 func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
 	now := a.cfg.Now()
-	ip := req.RequestContext.Identity.SourceIP
+	ip := a.sourceIP(req)
 	resource, err := apiWildcard(req.MethodArn)
 	if err != nil {
 		// A malformed ARN is API Gateway's (or a test's) fault, not the caller's: 500.
@@ -209,6 +216,11 @@ func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Pri
 	return a.cfg.Verifier.Verify(ctx, cred)
 }
 
+// sourceIP is the address the request is attributed to.
+func (a *Authorizer) sourceIP(req events.APIGatewayCustomAuthorizerRequestTypeRequest) string {
+	return apigw.SourceIP(req.Headers, req.MultiValueHeaders, req.RequestContext.Identity.SourceIP, a.cfg.TrustViewerAddress)
+}
+
 // reject writes the one audit record of a refused request.
 func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
 	gr := record.Request{
@@ -216,7 +228,7 @@ func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuth
 		Transport: record.Transport(req.Resource, req.Path),
 		RequestID: req.RequestContext.RequestID,
 		UserAgent: header(req, "User-Agent"),
-		SourceIP:  req.RequestContext.Identity.SourceIP,
+		SourceIP:  a.sourceIP(req),
 	}
 	if tokenID != "" {
 		// An expired or revoked token is known: its public id helps spot misuse.

@@ -76,8 +76,10 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 		Audit:        rej,
 		Failures:     NewDynamoFailures(d.DB, cfg.TokensTable, cfg.AuthFailLimit),
 		FailureLimit: cfg.AuthFailLimit.Limit,
-		Now:          d.Now,
-		Logger:       log,
+		// Set by the stack only with its CloudFront front door (lambdaenv).
+		TrustViewerAddress: cfg.TrustViewerAddress,
+		Now:                d.Now,
+		Logger:             log,
 	}), nil
 }
 

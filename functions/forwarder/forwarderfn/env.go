@@ -56,7 +56,10 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		FunctionLogGroups: groups,
 		AccessLogGroup:    strings.TrimSpace(getenv(EnvAccessLogGroup)),
 		WAFLogGroup:       strings.TrimSpace(getenv(EnvWAFLogGroup)),
-		Metrics:           metrics.New(stdout, FunctionName),
-		Logger:            log,
+		// The API Gateway access log's $context.identity.sourceIp has no such
+		// header: behind the front door its records keep the edge server's address.
+		TrustViewerAddress: cfg.TrustViewerAddress,
+		Metrics:            metrics.New(stdout, FunctionName),
+		Logger:             log,
 	}), log, nil
 }

@@ -73,6 +73,9 @@ type Config struct {
 	// WAFLogGroup is the web ACL's log group (aws-waf-logs-*): the only group whose
 	// lines are read as WAF log entries.
 	WAFLogGroup string
+	// TrustViewerAddress attributes WAF-blocked requests to CloudFront-Viewer-Address
+	// (WAFLogEntry.ViewerAttributed): set only behind the stack's front door.
+	TrustViewerAddress bool
 	// Metrics receives one count line per batch; nil writes none.
 	Metrics *metrics.Emitter
 	Logger  *slog.Logger
@@ -191,7 +194,7 @@ func (f *Forwarder) recordOf(src source, msg []byte) (audit.Record, bool) {
 		}
 	case sourceWAF:
 		if e, ok := ParseWAFLog(msg); ok {
-			return e.Record(f.cfg.Tools)
+			return e.ViewerAttributed(f.cfg.TrustViewerAddress).Record(f.cfg.Tools)
 		}
 	}
 	return audit.Record{}, false

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
@@ -58,6 +59,31 @@ func (e WAFLogEntry) header(name string) string {
 		}
 	}
 	return ""
+}
+
+// OriginVerifyRule is the regional web ACL's first rule behind the CloudFront front
+// door (infra/frontdoor.go): it blocks requests that did not come through the
+// distribution, whose headers are therefore the client's own.
+const OriginVerifyRule = "OnlyThroughCloudFront"
+
+// ViewerAttributed returns e with the client address CloudFront names, when trusted:
+// behind the front door the regional web ACL sees a CloudFront edge server as the
+// client, and CloudFront's request carries CloudFront-Viewer-Address. A request
+// OriginVerifyRule blocked did not come through CloudFront: its header, if any, is
+// the sender's invention, and its client IP is the sender's. A missing, malformed or
+// repeated header keeps the client IP (apigw.SourceIP).
+func (e WAFLogEntry) ViewerAttributed(trustViewer bool) WAFLogEntry {
+	if !trustViewer || e.TerminatingRuleID == OriginVerifyRule {
+		return e
+	}
+	var values []string
+	for _, h := range e.HTTPRequest.Headers {
+		if strings.EqualFold(h.Name, apigw.ViewerAddressHeader) {
+			values = append(values, h.Value)
+		}
+	}
+	e.HTTPRequest.ClientIP = apigw.SourceIP(nil, map[string][]string{apigw.ViewerAddressHeader: values}, e.HTTPRequest.ClientIP, true)
+	return e
 }
 
 // mcpNameHeader names the tool of a 2026-07-28 tools/call (SEP-2243).

@@ -130,8 +130,9 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 			// rebinding cannot reach a Lambda through it.
 			AllowedHosts: []string{"*"},
 		},
-		Logger: log,
-		Now:    d.Now,
+		Logger:             log,
+		Now:                d.Now,
+		TrustViewerAddress: cfg.TrustViewerAddress,
 	})
 	fn.store = st
 	return fn, nil

@@ -48,6 +48,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// TrustViewerAddress attributes each call to its CloudFront-Viewer-Address
+	// (apigw.SourceIP): set only behind the stack's front door.
+	TrustViewerAddress bool
 }
 
 // Function is the handler. Safe for concurrent use.
@@ -98,6 +101,9 @@ func (f *Function) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	if id := ev.RequestContext.ExtendedRequestID; id != "" {
 		ev = withHeader(ev, "X-Request-Id", id)
 	}
+	// The adapter makes the identity's source IP the request's RemoteAddr, which the
+	// audit records and rate limits take.
+	ev = apigw.WithViewerSourceIP(ev, f.cfg.TrustViewerAddress)
 	resp, err := f.adapter(apigw.BasePath(ev)).ProxyWithContext(ctx, ev)
 	if err != nil {
 		// The event could not become an HTTP request (a body that is not valid

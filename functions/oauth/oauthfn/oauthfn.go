@@ -128,7 +128,9 @@ func Build(ctx context.Context, cfg Config, d Deps) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(srv, cfg.PublicURL, log, d.Now), nil
+	fn := New(srv, cfg.PublicURL, log, d.Now)
+	fn.trustViewer = cfg.TrustViewerAddress
+	return fn, nil
 }
 
 func newUpstream(ctx context.Context, cfg Config, d Deps) (*upstream.Provider, error) {
@@ -163,6 +165,10 @@ type Function struct {
 	log       *slog.Logger
 	now       func() time.Time
 	adapter   *httpadapter.HandlerAdapter
+
+	// trustViewer attributes requests (the registration limit, audit records) to
+	// their CloudFront-Viewer-Address: set only behind the stack's front door.
+	trustViewer bool
 }
 
 // New returns the function serving srv; publicURL "" derives the issuer per
@@ -196,6 +202,7 @@ func (f *Function) Handle(ctx context.Context, ev events.APIGatewayProxyRequest)
 	defer cancel()
 	ctx = context.WithValue(ctx, issuerKey{}, f.Issuer(ev))
 	ctx = context.WithValue(ctx, requestIDKey{}, ev.RequestContext.RequestID)
+	ev = apigw.WithViewerSourceIP(ev, f.trustViewer)
 	resp, err := f.adapter.ProxyWithContext(ctx, ev)
 	if err != nil {
 		// The event could not become an HTTP request (a body that is not valid
