@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 )
@@ -366,7 +367,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 		rules = append([]any{a.front.originVerifyRule()}, contentRules(cfg)...)
 		bodies[notFrontDoorBody] = &awswafv2.CfnWebACL_CustomResponseBodyProperty{
 			ContentType: jsii.String("APPLICATION_JSON"),
-			Content:     jsii.String(errorBody("use the CloudFront URL of this API", apperr.WAFBlocked)),
+			Content:     jsii.String(errorBody(apigw.NotThroughFrontDoor, apperr.WAFBlocked)),
 		}
 		description = "aacmcp API behind CloudFront: only requests through the distribution, body size limit, AWS common rule set"
 	} else {

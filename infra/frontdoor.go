@@ -16,6 +16,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 )
 
 // The CloudFront front door (docs/decisions.md, "Challenges and discovery through API
@@ -33,10 +34,8 @@ import (
 // edgeRegion is where Lambda@Edge functions and CloudFront web ACLs are created.
 const edgeRegion = config.CloudFrontCertificateRegion
 
-// originVerifyHeader carries the distribution's secret to the origin. The regional
-// web ACL refuses every request without it, so nothing reaches the stage around
-// CloudFront, and CloudFront-Viewer-Address can be believed.
-const originVerifyHeader = "X-Aacmcp-Origin-Verify"
+// originVerifyHeader carries the distribution's secret to the origin (apigw says why).
+const originVerifyHeader = apigw.OriginVerifyHeader
 
 // EdgeStackID is the id (and name) of the us-east-1 stack of the stack id.
 func EdgeStackID(id string) string { return id + "Edge" }

@@ -8,6 +8,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
+// OriginVerifyHeader carries the CloudFront distribution's secret to the origin.
+// The stack's regional web ACL refuses every request without it, so nothing
+// reaches the stage around CloudFront and CloudFront-Viewer-Address can be
+// believed; `aacmcp gateway --front-door` enforces the same.
+const OriginVerifyHeader = "X-Aacmcp-Origin-Verify"
+
+// NotThroughFrontDoor is the message of that refusal (code waf_blocked).
+const NotThroughFrontDoor = "use the CloudFront URL of this API"
+
 // ViewerAddressHeader is the header CloudFront adds to an origin request, when the
 // origin request policy includes it, with the viewer's IP address and source port:
 // "198.51.100.10:46532", or for IPv6 the address unbracketed with the port after its

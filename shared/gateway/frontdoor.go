@@ -11,6 +11,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 )
 
 // RestoredHeader is the one header FrontDoor gives back its name.
@@ -22,7 +24,7 @@ const (
 	// HeaderViewerAddress is "<viewer IP>:<source port>", sent when the origin
 	// request policy includes it (the stack's does: the authorizer reads the
 	// viewer from it, since behind the distribution the stage sees edge addresses).
-	HeaderViewerAddress = "CloudFront-Viewer-Address"
+	HeaderViewerAddress = apigw.ViewerAddressHeader
 	// HeaderCfID identifies the request at CloudFront; it comes back in the
 	// response, and CloudFront's logs carry it.
 	HeaderCfID = "X-Amz-Cf-Id"
@@ -40,6 +42,10 @@ type Distribution struct {
 	// distribution's root is the stage's root and the RFC 8414 and RFC 9728
 	// well-known paths at the host root reach the API. "" forwards paths unchanged.
 	OriginPath string
+	// OriginHeaders are the distribution's origin custom headers, set on every
+	// origin request over whatever the viewer sent under those names: the stack
+	// sends apigw.OriginVerifyHeader, which the regional web ACL requires.
+	OriginHeaders http.Header
 	// Transport reaches the origin; nil is http.DefaultTransport.
 	Transport http.RoundTripper
 	Logger    *slog.Logger
@@ -106,6 +112,9 @@ func FrontDoor(d Distribution) http.Handler {
 			out.Header.Set("Via", via)
 			out.Header.Set(HeaderCfID, cfID())
 			out.Header.Set(HeaderViewerAddress, ip+":"+port)
+			for name, vs := range d.OriginHeaders {
+				out.Header[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			restore(resp.Header)

@@ -28,6 +28,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
@@ -87,6 +89,12 @@ type Config struct {
 	// behind the front door. "" derives it per request from Host and the stage,
 	// which is what the stack's static value is on the API's own URL.
 	PublicURL string
+	// OriginVerify, when set, is the regional web ACL's first rule behind the
+	// front door: a request whose apigw.OriginVerifyHeader is not this secret did
+	// not come through the distribution and is blocked before API Gateway sees it
+	// (403 waf_blocked, no access log line). FrontDoor sends it as the
+	// distribution's origin custom header.
+	OriginVerify string
 	// CacheTTL is the authorizer result cache TTL: 0 means DefaultCacheTTL, negative
 	// turns caching off.
 	CacheTTL time.Duration
@@ -183,6 +191,15 @@ type exchange struct {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.OriginVerify != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(apigw.OriginVerifyHeader)), []byte(g.cfg.OriginVerify)) != 1 {
+		// The web ACL answers before the stage: no authorizer, no function, no
+		// access log line (the stack's WAF log reaches the audit pipeline instead).
+		b, _ := json.Marshal(apperr.Body{Error: apigw.NotThroughFrontDoor, Code: apperr.WAFBlocked})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write(b)
+		return
+	}
 	now := g.cfg.Now()
 	x := &exchange{requestID: newRequestID(), start: now}
 	ip := sourceIP(r)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/apigw"
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
@@ -155,22 +156,35 @@ func TestTypeScriptSDKThroughFrontDoor(t *testing.T) {
 	})
 
 	t.Run("execute-api URL behind the distribution", func(t *testing.T) {
-		// Still reachable, as in AWS, and what it always was: the root outside the
-		// stage is 403, the function's challenge arrives remapped. Its own 401s
-		// name the distribution, the stack's one public URL.
+		// The stack's regional web ACL lets through only requests carrying the
+		// distribution's origin secret, so the API's own URL answers nothing but
+		// the block, whatever the caller sends (a guessed secret included).
 		stageURL := "http://" + apiAddr + "/prod/mcp"
-		for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/prod/mcp"} {
-			if st, _, _ := probe(t, http.MethodGet, "http://"+apiAddr+p, ""); st != http.StatusForbidden {
-				t.Errorf("GET %s on the execute-api host: %d, want 403", p, st)
+		for _, c := range []struct{ method, url, token, secret string }{
+			{http.MethodGet, "http://" + apiAddr + "/.well-known/oauth-authorization-server", "", ""},
+			{http.MethodGet, "http://" + apiAddr + "/prod/.well-known/oauth-protected-resource/mcp", "", ""},
+			{http.MethodPost, stageURL, "", ""},
+			{http.MethodPost, stageURL, viewer.Token, ""},
+			{http.MethodPost, stageURL, viewer.Token, "guessed"},
+		} {
+			req, _ := http.NewRequest(c.method, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			req.Header.Set("Content-Type", "application/json")
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
 			}
-		}
-		st, ch, _ := probe(t, http.MethodPost, stageURL, "")
-		if want := `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp"`; st != http.StatusUnauthorized || ch != want {
-			t.Errorf("no token on the stage URL: %d %q, want 401 %q", st, ch, want)
-		}
-		st, ch, remapped := probe(t, http.MethodPost, stageURL, viewer.Token)
-		if st != http.StatusForbidden || ch != "" || !strings.Contains(remapped, `error="insufficient_scope"`) {
-			t.Errorf("read-only create_issue on the stage URL: %d WWW-Authenticate %q remapped %q, want 403 with only the remapped challenge", st, ch, remapped)
+			if c.secret != "" {
+				req.Header.Set(apigw.OriginVerifyHeader, c.secret)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body apperr.Body
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || body.Code != apperr.WAFBlocked || resp.Header.Get("WWW-Authenticate") != "" {
+				t.Errorf("%s %s (token %v, secret %q) on the execute-api host: %d %+v, want 403 %s", c.method, c.url, c.token != "", c.secret, resp.StatusCode, body, apperr.WAFBlocked)
+			}
 		}
 	})
 
@@ -211,33 +225,6 @@ func TestTypeScriptSDKThroughFrontDoor(t *testing.T) {
 			t.Errorf("no audit record %q; records by client, tool, outcome, reason, scopes: %v", k, count)
 		}
 	}
-}
-
-// probe sends one request (a read-only token's create_issue for a POST) and returns
-// the status, WWW-Authenticate and X-Amzn-Remapped-WWW-Authenticate.
-func probe(t *testing.T, method, target, token string) (status int, challenge, remapped string) {
-	t.Helper()
-	var body io.Reader
-	if method == http.MethodPost {
-		body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_issue","arguments":{"title":"x"}}}`)
-	}
-	req, err := http.NewRequest(method, target, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("X-Amzn-Remapped-WWW-Authenticate")
 }
 
 // challengeSeen is the 403 tssdk.mjs saw before its step-up.

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"github.com/aacworkflow/aacmcp/functions/authorizer/authorizerfn"
 	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 	"github.com/aacworkflow/aacmcp/functions/oauth/oauthfn"
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
@@ -253,6 +256,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	// apiBase is the API's own URL (the execute-api stage URL); base is what
 	// clients use: the distribution's root behind the front door.
 	apiLn, apiBase, base := ln, "http://"+displayAddr(ln.Addr())+stagePath, ""
+	originVerify := "" // the distribution's origin secret, behind the front door
 	if gf.frontDoor {
 		if apiLn, err = net.Listen("tcp", gf.apiAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", gf.apiAddr, err)
@@ -267,8 +271,15 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		}
 		apiBase = "http://" + displayAddr(apiLn.Addr()) + stagePath
 		base = "http://" + displayAddr(ln.Addr())
-		// The stack gives both functions the distribution's URL as AACMCP_PUBLIC_URL.
+		// The stack gives both functions the distribution's URL as AACMCP_PUBLIC_URL,
+		// and AACMCP_TRUST_VIEWER_ADDRESS: its regional web ACL lets only the
+		// distribution's requests through (originVerify below), so the
+		// CloudFront-Viewer-Address they carry is the distribution's word.
 		lcfg.PublicURL = base
+		lcfg.TrustViewerAddress = true
+		if originVerify, err = newOriginSecret(); err != nil {
+			return err
+		}
 		if gf.jwt.issuer != "" && len(gf.jwt.audiences) == 0 && len(gf.jwt.clients) == 0 {
 			gf.jwt.audiences = []string{base + "/mcp"}
 		}
@@ -338,7 +349,10 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		Stage:       stage,
 		StageInPath: gf.stage != "",
 		PublicURL:   lcfg.PublicURL,
-		Logger:      log,
+		// Behind the front door the API's own URL refuses what did not come
+		// through it, as the stack's OnlyThroughCloudFront rule does.
+		OriginVerify: originVerify,
+		Logger:       log,
 	})
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{
@@ -355,10 +369,11 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.Proxy = nil // the origin is this process's own listener
 		srv = newServer(gateway.FrontDoor(gateway.Distribution{
-			Origin:     &url.URL{Scheme: "http", Host: displayAddr(apiLn.Addr())},
-			OriginPath: stagePath,
-			Transport:  transport,
-			Logger:     log,
+			Origin:        &url.URL{Scheme: "http", Host: displayAddr(apiLn.Addr())},
+			OriginPath:    stagePath,
+			OriginHeaders: http.Header{apigw.OriginVerifyHeader: {originVerify}},
+			Transport:     transport,
+			Logger:        log,
 		}))
 		apiSrv := newServer(api)
 		go func() {
@@ -404,4 +419,14 @@ func endpointFlag(u string) string {
 		return ""
 	}
 	return " --endpoint-url " + strings.TrimSpace(u)
+}
+
+// newOriginSecret is a fresh origin secret per run, as the stack's is generated at
+// deploy: nothing outside this process can know it.
+func newOriginSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("origin secret: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
