@@ -33,12 +33,12 @@ export function restore(headers) {
   if (Array.isArray(own) && own.length > 0) {
     return;
   }
-  headers[RESTORED] = remapped.map((h) => ({ key: RESTORED_NAME, value: String(h.value) }));
+  headers[RESTORED] = remapped.map((h) => ({ key: RESTORED_NAME, value: String(h?.value ?? '') }));
 }
 
 // handler answers CloudFront's origin-response event with the response to send on.
-// It never throws: an error in an origin-response function becomes CloudFront's own
-// 502, which would hide the origin's answer.
+// It does not throw on any shape of event: an error in an origin-response function
+// becomes CloudFront's own 502, which would hide the origin's answer.
 export async function handler(event) {
   const response = event?.Records?.[0]?.cf?.response;
   if (response?.headers) {
