@@ -173,18 +173,10 @@ func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
 	if err := decode(c.Args, &a); err != nil {
 		return nil, err
 	}
-	ws := c.Principal.WorkspaceID
-	id, err := runDelete(ctx, c, q, deleteTarget{
-		kind: "comment", ref: a.CommentID,
-		denied: "only a workspace admin or the comment's author can delete it",
-		find: func(ctx context.Context) (string, string, error) {
-			cm, err := q.GetComment(ctx, ws, a.CommentID)
-			return cm.ID, cm.Author, err
-		},
-		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteComment(ctx, ws, id) },
-	})
+	res, err := q.DeleteComment(ctx, c.Principal.WorkspaceID, a.CommentID,
+		mayDelete(c, "only a workspace admin or the comment's author can delete it"))
 	if err != nil {
 		return nil, err
 	}
-	return deleteCommentResult{Deleted: true, CommentID: id}, nil
+	return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
 }

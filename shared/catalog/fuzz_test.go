@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +14,10 @@ import (
 )
 
 // FuzzToolArguments feeds arbitrary arguments to every handler against a real store.
-// Whatever arrives, a handler must not panic and must answer with an apperr value; for
-// arguments the input schema admits (what the guard lets through) it must never be an
-// internal_error, and a success must match the output schema.
+// Whatever arrives, a handler must not panic and must answer with an apperr value or a
+// storage error (the guard maps those); for arguments the input schema admits (what
+// the guard lets through) it must never be an internal_error, and a success must match
+// the output schema.
 func FuzzToolArguments(f *testing.F) {
 	seeds := []struct {
 		tool string
@@ -90,11 +90,10 @@ func FuzzToolArguments(f *testing.F) {
 		inst, jerr := decodeInstance(args)
 		admitted := jerr == nil && in[tool.Name].Validate(inst) == nil
 		if err != nil {
-			var ae *apperr.Error
-			if !errors.As(err, &ae) {
-				t.Fatalf("%s(%q): error %v is not an apperr value", tool.Name, args, err)
+			if !decided(err) {
+				t.Fatalf("%s(%q): error %v is neither an apperr value nor a storage error", tool.Name, args, err)
 			}
-			if admitted && ae.Code == apperr.InternalError {
+			if admitted && apperr.CodeOf(err) == apperr.InternalError && !store.IsStorage(err) {
 				t.Fatalf("%s(%q): internal_error for schema-valid arguments: %v", tool.Name, args, err)
 			}
 			return

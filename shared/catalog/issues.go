@@ -335,66 +335,25 @@ func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	if err := decode(c.Args, &a); err != nil {
 		return nil, err
 	}
-	ws := c.Principal.WorkspaceID
-	id, err := runDelete(ctx, c, q, deleteTarget{
-		kind: "issue", ref: a.IssueID,
-		denied: "only a workspace admin or the issue's creator can delete it",
-		find: func(ctx context.Context) (string, string, error) {
-			iss, err := q.GetIssue(ctx, ws, a.IssueID)
-			return iss.ID, iss.CreatedBy, err
-		},
-		// By UUID, not by what the caller typed: the key was resolved once, by find.
-		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteIssue(ctx, ws, id) },
-	})
+	res, err := q.DeleteIssue(ctx, c.Principal.WorkspaceID, a.IssueID,
+		mayDelete(c, "only a workspace admin or the issue's creator can delete it"))
 	if err != nil {
 		return nil, err
 	}
-	return deleteIssueResult{Deleted: true, IssueID: id}, nil
+	return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
 }
 
-// deleteTarget is what runDelete needs to know of one delete tool's item.
-type deleteTarget struct {
-	kind   string // the tombstone kind: "issue" or "comment"
-	ref    string // the id (or key) the caller gave
-	denied string // the permission_denied message
-	// find returns the live item's id and owner, or not_found.
-	find func(ctx context.Context) (id, owner string, err error)
-	// remove deletes the live item by its id.
-	remove func(ctx context.Context, id string) (store.DeleteResult, error)
-}
-
-// runDelete is the spec's order for a destructive tool: existence, then permission,
-// then the delete. A repeat (the item is gone) is answered from the tombstone alone and
-// judged by the same rule (docs/architecture.md section 2: the first result again). It never deletes on
-// that path, so an item created under the same key since find looked cannot be deleted
-// without its permission check.
-func runDelete(ctx context.Context, c Call, q store.Queries, t deleteTarget) (string, error) {
-	id, owner, err := t.find(ctx)
-	switch {
-	case apperr.Is(err, apperr.NotFound):
-		res, err := q.GetTombstone(ctx, c.Principal.WorkspaceID, t.kind, t.ref)
-		if err != nil {
-			return "", err
+// mayDelete is the permission rule of the delete tools: admins delete anything,
+// members what they created or wrote (the guard has already turned away viewers and
+// non-members). The store applies it in the delete itself, to the item or, on a
+// repeat, to its tombstone (docs/architecture.md section 2: the first result again,
+// judged by the same rule), and only once it has found either, so the spec's order
+// holds: existence, then permission, then the delete.
+func mayDelete(c Call, denied string) store.DeleteCheck {
+	return func(owner string) error {
+		if c.Role == store.RoleAdmin || (owner != "" && owner == c.Principal.UserID) {
+			return nil
 		}
-		if !mayDelete(c, res.Owner) {
-			return "", apperr.New(apperr.PermissionDenied, t.denied)
-		}
-		return res.ID, nil
-	case err != nil:
-		return "", err
+		return apperr.New(apperr.PermissionDenied, denied)
 	}
-	if !mayDelete(c, owner) {
-		return "", apperr.New(apperr.PermissionDenied, t.denied)
-	}
-	res, err := t.remove(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	return res.ID, nil
-}
-
-// mayDelete: admins delete anything, members what they created or wrote. The guard has
-// already turned away viewers and non-members.
-func mayDelete(c Call, owner string) bool {
-	return c.Role == store.RoleAdmin || (owner != "" && owner == c.Principal.UserID)
 }

@@ -49,13 +49,13 @@ func (w failingWriter) CreateIssue(context.Context, string, store.NewIssue) (sto
 func (w failingWriter) UpdateIssue(context.Context, string, string, store.IssuePatch) (store.Issue, bool, error) {
 	return store.Issue{}, false, w.fail("UpdateIssue")
 }
-func (w failingWriter) DeleteIssue(context.Context, string, string) (store.DeleteResult, error) {
+func (w failingWriter) DeleteIssue(context.Context, string, string, store.DeleteCheck) (store.DeleteResult, error) {
 	return store.DeleteResult{}, w.fail("DeleteIssue")
 }
 func (w failingWriter) CreateComment(context.Context, string, string, store.NewComment) (store.Comment, error) {
 	return store.Comment{}, w.fail("CreateComment")
 }
-func (w failingWriter) DeleteComment(context.Context, string, string) (store.DeleteResult, error) {
+func (w failingWriter) DeleteComment(context.Context, string, string, store.DeleteCheck) (store.DeleteResult, error) {
 	return store.DeleteResult{}, w.fail("DeleteComment")
 }
 func (w failingWriter) CreateAutopilotRun(context.Context, string, store.AutopilotRun) (store.AutopilotRun, error) {

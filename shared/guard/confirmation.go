@@ -9,7 +9,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
-	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
 // InputRequired is a destructive call's answer under the elicit and require
@@ -32,7 +31,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	}
 	raw, err := g.confirms.DestructiveConfirmation(ctx, p.WorkspaceID)
 	if err != nil {
-		return nil, apperr.As(err)
+		return nil, errorOf(err)
 	}
 	policy, err := confirm.ParsePolicy(raw)
 	if err != nil || policy == confirm.PolicyFlag {
@@ -89,10 +88,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	// Spent before the delete: a retried retry finds the nonce used and is
 	// refused, so one answer deletes at most once.
 	if err := g.confirms.ConsumeConfirmationNonce(ctx, p.WorkspaceID, got.Nonce, got.Expires); err != nil {
-		if errors.Is(err, store.ErrNonceUsed) {
-			return nil, apperr.New(apperr.ConfirmationInvalid, "this confirmation was already used")
-		}
-		return nil, apperr.As(err)
+		return nil, errorOf(err)
 	}
 	return nil, nil
 }
@@ -108,14 +104,14 @@ func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Too
 	case "delete_issue":
 		is, err := g.store.GetIssue(ctx, p.WorkspaceID, a.stringArg("issue_id"))
 		if err != nil {
-			return confirm.Item{}, "", apperr.As(err)
+			return confirm.Item{}, "", errorOf(err)
 		}
 		return confirm.Item{Kind: "issue", Key: is.Key, Title: is.Title, Comments: int(is.CommentCount)},
 			strconv.FormatInt(is.Version, 10), nil
 	case "delete_comment":
 		cm, err := g.store.GetComment(ctx, p.WorkspaceID, a.stringArg("comment_id"))
 		if err != nil {
-			return confirm.Item{}, "", apperr.As(err)
+			return confirm.Item{}, "", errorOf(err)
 		}
 		key := ""
 		if is, err := g.store.GetIssue(ctx, p.WorkspaceID, cm.IssueID); err == nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -178,12 +177,12 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 	if in.ID == "" {
 		in.ID = store.NewIssueID()
 	} else if !store.ValidIssueID(in.ID) {
-		return store.Issue{}, apperr.New(apperr.InvalidArguments, "issue id must be a UUID")
+		return store.Issue{}, store.Invalid("issue id must be a UUID")
 	}
 	created := s.orNow(in.CreatedAt)
 	labels, err := labelsJSON(in.Labels)
 	if err != nil {
-		return store.Issue{}, apperr.Internal(err)
+		return store.Issue{}, err
 	}
 	is := in.Issue(created)
 	err = s.write(ctx, func(x q) error {
@@ -202,7 +201,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		var gone int
 		err = x.queryRow(`SELECT 1 FROM tombstones WHERE workspace_id = ? AND kind = 'issue' AND id = ?`, ws, in.ID).Scan(&gone)
 		if err == nil {
-			return apperr.New(apperr.Conflict, "issue id already used")
+			return store.Errorf(store.ErrAlreadyExists, "issue id already used")
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -214,7 +213,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 			ws, is.ID, seq, is.Key, is.Title, is.Description, fold(is.Title), fold(is.Description),
 			is.Status, is.Priority, labels, is.CreatedBy, nanos(created), nanos(created))
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "issue id already used")
+			return store.Errorf(store.ErrAlreadyExists, "issue id already used")
 		}
 		if err != nil {
 			return err
@@ -244,7 +243,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 			return nil
 		}
 		if p.ExpectedVersion != nil && *p.ExpectedVersion != cur.Version {
-			return apperr.Newf(apperr.Conflict, "issue %s is at version %d, not %d; read it again and retry",
+			return store.Errorf(store.ErrVersionMismatch, "issue %s is at version %d, not %d; read it again and retry",
 				cur.Key, cur.Version, *p.ExpectedVersion)
 		}
 		next.Version = cur.Version + 1
@@ -285,15 +284,20 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 
 // DeleteIssue implements store.Writer. Comments, labels and autopilot runs go with the
 // issue (foreign-key cascade); the key lookup goes with the row.
-func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.DeleteResult, error) {
+func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	var out store.DeleteResult
+	var refused error
+	allow = keepRefusal(allow, &refused)
 	err := s.write(ctx, func(x q) error {
 		cur, seq, err := getIssue(x, ws, idOrKey)
-		if apperr.Is(err, apperr.NotFound) {
-			out, err = s.issueTombstone(x, ws, idOrKey)
+		if errors.Is(err, store.ErrNotFound) {
+			out, err = allow.Replay(s.issueTombstone(x, ws, idOrKey))
 			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := allow.Allow(cur.CreatedBy); err != nil {
 			return err
 		}
 		if _, err := x.exec(`DELETE FROM issues WHERE workspace_id = ? AND id = ?`, ws, cur.ID); err != nil {
@@ -307,6 +311,9 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.Dele
 		out = store.DeleteResult{Kind: "issue", ID: cur.ID, DeletedAt: now, Owner: cur.CreatedBy}
 		return nil
 	})
+	if refused != nil {
+		return store.DeleteResult{}, refused
+	}
 	if err != nil {
 		return store.DeleteResult{}, err
 	}
