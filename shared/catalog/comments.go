@@ -10,7 +10,13 @@ import (
 
 // Comment tools: list_comments, comment_issue, delete_comment.
 
-func listCommentsTool() Tool {
+func init() {
+	register(30, listCommentsTool)
+	register(70, commentIssueTool)
+	register(110, deleteCommentTool)
+}
+
+func listCommentsTool(Deps) Tool {
 	return Tool{
 		Name:  "list_comments",
 		Title: "List comments",
@@ -37,9 +43,9 @@ func listCommentsTool() Tool {
 			},
 			"required": ["comments", "next_cursor"]
 		}`),
-		Read:       listComments,
-		ResourceID: resourceIDFrom("issue_id"),
-		Args:       listCommentsArgs{},
+		Read:        listComments,
+		ResourceArg: "issue_id",
+		Args:        listCommentsArgs{},
 	}
 }
 
@@ -75,7 +81,7 @@ func listComments(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return page, nil
 }
 
-func commentIssueTool() Tool {
+func commentIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "comment_issue",
 		Title: "Comment on issue",
@@ -97,7 +103,7 @@ func commentIssueTool() Tool {
 		OutputSchema:          schema(commentObject),
 		AcceptsIdempotencyKey: true,
 		Write:                 commentIssue,
-		ResourceID:            resourceIDFrom("issue_id"),
+		ResourceArg:           "issue_id",
 		Args:                  commentIssueArgs{},
 	}
 }
@@ -125,7 +131,7 @@ func commentIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return cm, nil
 }
 
-func deleteCommentTool() Tool {
+func deleteCommentTool(Deps) Tool {
 	return Tool{
 		Name:  "delete_comment",
 		Title: "Delete comment",
@@ -152,9 +158,9 @@ func deleteCommentTool() Tool {
 			},
 			"required": ["deleted", "comment_id"]
 		}`),
-		Write:      deleteComment,
-		ResourceID: resourceIDFrom("comment_id"),
-		Args:       deleteCommentArgs{},
+		Write:       deleteComment,
+		ResourceArg: "comment_id",
+		Args:        deleteCommentArgs{},
 	}
 }
 

@@ -116,10 +116,7 @@ func FuzzToolArguments(f *testing.F) {
 // raw bytes itself), on every input the guard passes on: one JSON object.
 func checkResourceID(t *testing.T, tool Tool, args []byte) {
 	t.Helper()
-	field, known := resourceField[tool.Name]
-	if !known {
-		t.Fatalf("resourceField has no entry for %s", tool.Name)
-	}
+	field := tool.ResourceArg
 	inst, err := decodeInstance(args)
 	obj, ok := inst.(map[string]any)
 	if err != nil || !ok {
@@ -132,15 +129,6 @@ func checkResourceID(t *testing.T, tool Tool, args []byte) {
 	if want := resourceIDFromRaw(field)(args); got != want {
 		t.Errorf("%s ResourceID(%q) = %q, the raw-bytes version gives %q", tool.Name, args, got, want)
 	}
-}
-
-// resourceField is the argument each tool's ResourceID reads ("" for none).
-// Every catalog tool has an entry; checkResourceID fails on a tool without one.
-var resourceField = map[string]string{
-	"list_issues": "", "create_issue": "", "dashboard_usage_daily": "",
-	"get_issue": "issue_id", "list_comments": "issue_id", "update_issue": "issue_id",
-	"comment_issue": "issue_id", "assign_issue_to_agent": "issue_id", "trigger_autopilot": "issue_id",
-	"delete_issue": "issue_id", "delete_comment": "comment_id",
 }
 
 // resourceIDFromRaw is ResourceID as it was before it took decoded arguments: the

@@ -9,7 +9,15 @@ import (
 
 // Issue tools: list_issues, get_issue, create_issue, update_issue, delete_issue.
 
-func listIssuesTool() Tool {
+func init() {
+	register(10, listIssuesTool)
+	register(20, getIssueTool)
+	register(50, createIssueTool)
+	register(60, updateIssueTool)
+	register(100, deleteIssueTool)
+}
+
+func listIssuesTool(Deps) Tool {
 	return Tool{
 		Name:  "list_issues",
 		Title: "List issues",
@@ -39,9 +47,8 @@ func listIssuesTool() Tool {
 			},
 			"required": ["issues", "next_cursor"]
 		}`),
-		Read:       listIssues,
-		ResourceID: noResourceID,
-		Args:       listIssuesArgs{},
+		Read: listIssues,
+		Args: listIssuesArgs{},
 	}
 }
 
@@ -82,7 +89,7 @@ func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return out, nil
 }
 
-func getIssueTool() Tool {
+func getIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "get_issue",
 		Title: "Get issue",
@@ -100,7 +107,7 @@ func getIssueTool() Tool {
 		}`),
 		OutputSchema: schema(issueObject),
 		Read:         getIssue,
-		ResourceID:   resourceIDFrom("issue_id"),
+		ResourceArg:  "issue_id",
 		Args:         issueRefArgs{},
 	}
 }
@@ -121,7 +128,7 @@ func getIssue(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func createIssueTool() Tool {
+func createIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "create_issue",
 		Title: "Create issue",
@@ -147,7 +154,6 @@ func createIssueTool() Tool {
 		OutputSchema:          schema(issueObject),
 		AcceptsIdempotencyKey: true,
 		Write:                 createIssue,
-		ResourceID:            noResourceID,
 		Args:                  createIssueArgs{},
 	}
 }
@@ -196,7 +202,7 @@ func createIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func updateIssueTool() Tool {
+func updateIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "update_issue",
 		Title: "Update issue",
@@ -223,7 +229,7 @@ func updateIssueTool() Tool {
 		}`),
 		OutputSchema: schema(issueObject),
 		Write:        updateIssue,
-		ResourceID:   resourceIDFrom("issue_id"),
+		ResourceArg:  "issue_id",
 		Args:         updateIssueArgs{},
 	}
 }
@@ -287,7 +293,7 @@ func updateIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func deleteIssueTool() Tool {
+func deleteIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "delete_issue",
 		Title: "Delete issue",
@@ -314,9 +320,9 @@ func deleteIssueTool() Tool {
 			},
 			"required": ["deleted", "issue_id"]
 		}`),
-		Write:      deleteIssue,
-		ResourceID: resourceIDFrom("issue_id"),
-		Args:       deleteIssueArgs{},
+		Write:       deleteIssue,
+		ResourceArg: "issue_id",
+		Args:        deleteIssueArgs{},
 	}
 }
 

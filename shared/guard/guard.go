@@ -293,7 +293,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	// confirm_present records whether the caller confirmed: the JSON boolean true,
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
-	if a.obj != nil && t.ResourceID != nil {
+	if a.obj != nil {
 		record.SetResourceID(&c.rec, t.ResourceID(a.obj))
 	}
 
