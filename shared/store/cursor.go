@@ -110,3 +110,37 @@ func DecodeCursor(cursor, fingerprint string, pos any) error {
 func BadCursor() error {
 	return Invalid("cursor is malformed; use next_cursor from a previous page")
 }
+
+// IssuePos is the position a ListIssues cursor holds in the embedded backends (memory,
+// SQLite): the last issue returned, whose updated_at (unix nanos) and id order the
+// list, both descending.
+type IssuePos struct {
+	U int64  `json:"u"` // updated_at, unix nanos
+	I string `json:"i"` // id
+}
+
+// Before reports whether is sorts after p in the list order (updated_at, then id,
+// both descending), i.e. belongs on a later page.
+func (p IssuePos) Before(is Issue) bool {
+	u := is.UpdatedAt.UnixNano()
+	return u < p.U || (u == p.U && is.ID < p.I)
+}
+
+// IssuePosOf is the position after is, for the next page's cursor.
+func IssuePosOf(is Issue) IssuePos { return IssuePos{U: is.UpdatedAt.UnixNano(), I: is.ID} }
+
+// DecodeIssuePos returns the position cursor names for the query of fingerprint fp,
+// nil for the first page (no cursor); a cursor without an id is malformed.
+func DecodeIssuePos(cursor, fp string) (*IssuePos, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	pos := new(IssuePos)
+	if err := DecodeCursor(cursor, fp, pos); err != nil {
+		return nil, err
+	}
+	if pos.I == "" {
+		return nil, BadCursor()
+	}
+	return pos, nil
+}

@@ -161,37 +161,19 @@ func (s *Store) commentTombstone(ws, id string) (store.DeleteResult, error) {
 	return store.DeleteResult{}, notFound("comment")
 }
 
-type issuePos struct {
-	U int64  `json:"u"` // updated_at, unix nanos
-	I string `json:"i"` // id
-}
-
-// before reports whether is sorts after pos in the list order (updated_at, then id,
-// both descending), i.e. belongs on a later page.
-func (p issuePos) before(is store.Issue) bool {
-	u := is.UpdatedAt.UnixNano()
-	return u < p.U || (u == p.U && is.ID < p.I)
-}
-
 func (s *Store) ListIssues(_ context.Context, ws string, f store.IssueFilter) (store.IssuePage, error) {
 	limit := store.PageLimit(f.Limit)
 	fp := f.Fingerprint(ws)
-	var pos *issuePos
-	if f.Cursor != "" {
-		pos = new(issuePos)
-		if err := store.DecodeCursor(f.Cursor, fp, pos); err != nil {
-			return store.IssuePage{}, err
-		}
-		if pos.I == "" {
-			return store.IssuePage{}, store.BadCursor()
-		}
+	pos, err := store.DecodeIssuePos(f.Cursor, fp)
+	if err != nil {
+		return store.IssuePage{}, err
 	}
 	query := strings.ToLower(f.Query)
 	s.mu.Lock()
 	var all []store.Issue
 	if w, ok := s.workspaces[ws]; ok {
 		for _, is := range w.issues {
-			if matches(is, f, query) && (pos == nil || pos.before(is)) {
+			if matches(is, f, query) && (pos == nil || pos.Before(is)) {
 				all = append(all, is)
 			}
 		}
@@ -209,7 +191,7 @@ func (s *Store) ListIssues(_ context.Context, ws string, f store.IssueFilter) (s
 	s.mu.Unlock()
 	if len(all) > limit {
 		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, issuePos{U: last.UpdatedAt.UnixNano(), I: last.ID})
+		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
 		if err != nil {
 			return store.IssuePage{}, err
 		}

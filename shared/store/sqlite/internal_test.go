@@ -329,9 +329,9 @@ func TestListIssuesPlans(t *testing.T) {
 		if mask&8 != 0 {
 			f.Query = "crash"
 		}
-		var pos *issuePos
+		var pos *store.IssuePos
 		if mask&16 != 0 {
-			pos = &issuePos{U: 1, I: "x"}
+			pos = &store.IssuePos{U: 1, I: "x"}
 		}
 		query, args := listIssuesQuery("ws", f, pos, 26)
 		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)

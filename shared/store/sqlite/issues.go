@@ -345,26 +345,14 @@ func (s *Store) issueTombstone(x q, ws, idOrKey string) (store.DeleteResult, err
 	return res, nil
 }
 
-// issuePos is the position of a ListIssues cursor: the last issue returned.
-type issuePos struct {
-	U int64  `json:"u"` // updated_at, unix nanos
-	I string `json:"i"` // id
-}
-
 // ListIssues implements store.Reader: newest updated first, ties by id, keyset
 // pagination.
 func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) (store.IssuePage, error) {
 	limit := store.PageLimit(f.Limit)
 	fp := f.Fingerprint(ws)
-	var pos *issuePos
-	if f.Cursor != "" {
-		pos = new(issuePos)
-		if err := store.DecodeCursor(f.Cursor, fp, pos); err != nil {
-			return store.IssuePage{}, err
-		}
-		if pos.I == "" {
-			return store.IssuePage{}, store.BadCursor()
-		}
+	pos, err := store.DecodeIssuePos(f.Cursor, fp)
+	if err != nil {
+		return store.IssuePage{}, err
 	}
 	query, args := listIssuesQuery(ws, f, pos, limit+1)
 	rows, err := s.read(ctx).query(query, args...)
@@ -390,7 +378,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 	}
 	if more {
 		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, issuePos{U: nanos(last.UpdatedAt), I: last.ID})
+		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
 		if err != nil {
 			return store.IssuePage{}, err
 		}
@@ -404,7 +392,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 // in list order (a test checks the query plans): issues_by_status or
 // issues_by_assignee when those filter, issue_labels_by_updated for a label, else
 // issues_by_updated. Only the substring query has to test rows one by one.
-func listIssuesQuery(ws string, f store.IssueFilter, pos *issuePos, limit int) (string, []any) {
+func listIssuesQuery(ws string, f store.IssueFilter, pos *store.IssuePos, limit int) (string, []any) {
 	var sb strings.Builder
 	var args []any
 	order := `i.updated_at DESC, i.id DESC`
