@@ -71,7 +71,24 @@ type Spec struct {
 	MCPForm string
 	// Meaning is the one-line meaning, for the README and `aacmcp tools`.
 	Meaning string
+	// Header is the HTTP header an answer with the code carries besides its body.
+	Header Header
 }
+
+// Header names an HTTP header that goes with an error answer.
+type Header int
+
+const (
+	HeaderNone Header = iota
+	// HeaderBearerChallenge: WWW-Authenticate: Bearer resource_metadata=... (RFC 6750,
+	// RFC 9728), with error="invalid_token" when a token was sent.
+	HeaderBearerChallenge
+	// HeaderScopeChallenge: WWW-Authenticate: Bearer error="insufficient_scope",
+	// scope=... (RFC 6750 section 3.1).
+	HeaderScopeChallenge
+	// HeaderRetryAfter: Retry-After in whole seconds, at least 1 (RFC 9110).
+	HeaderRetryAfter
+)
 
 const toolResult = "tool result with `isError: true`"
 
@@ -79,36 +96,36 @@ const toolResult = "tool result with `isError: true`"
 var Table = []Spec{
 	{InvalidToken, http.StatusUnauthorized, OutcomeDenied, RPCUnauthorized,
 		"HTTP 401 with `WWW-Authenticate: Bearer resource_metadata=...`",
-		"the bearer token is missing, malformed, unknown, expired or revoked"},
+		"the bearer token is missing, malformed, unknown, expired or revoked", HeaderBearerChallenge},
 	{InsufficientScope, http.StatusForbidden, OutcomeDenied, RPCForbidden,
 		"HTTP 403 with `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=...`, JSON-RPC error with `data.code`",
-		"the token lacks a scope the tool requires"},
+		"the token lacks a scope the tool requires", HeaderScopeChallenge},
 	{DestructiveFlagMissing, http.StatusBadRequest, OutcomeDenied, 0, toolResult,
-		"a destructive tool was called without the JSON boolean confirm: true"},
+		"a destructive tool was called without the JSON boolean confirm: true", HeaderNone},
 	{PermissionDenied, http.StatusForbidden, OutcomeDenied, 0, toolResult,
-		"the user's role in the workspace does not allow the call"},
+		"the user's role in the workspace does not allow the call", HeaderNone},
 	{RateLimited, http.StatusTooManyRequests, OutcomeDenied, 0, toolResult,
-		"too many calls for this token and tool; retry after retry_after_seconds"},
+		"too many calls for this token and tool; retry after retry_after_seconds", HeaderRetryAfter},
 	{InvalidArguments, http.StatusBadRequest, OutcomeError, 0, toolResult,
-		"the arguments do not match the tool's input schema"},
+		"the arguments do not match the tool's input schema", HeaderNone},
 	{NotFound, http.StatusNotFound, OutcomeError, 0, toolResult,
-		"no such item in the caller's workspace"},
+		"no such item in the caller's workspace", HeaderNone},
 	{Conflict, http.StatusConflict, OutcomeError, 0, toolResult,
-		"expected_version is stale, or an idempotency key was reused with other arguments"},
+		"expected_version is stale, or an idempotency key was reused with other arguments", HeaderNone},
 	{InternalError, http.StatusInternalServerError, OutcomeError, 0, toolResult,
-		"the server failed; nothing internal is disclosed"},
+		"the server failed; nothing internal is disclosed", HeaderNone},
 	{UnknownTool, http.StatusNotFound, OutcomeError, RPCInvalidParams,
 		"JSON-RPC error -32602 with `data.code`",
-		"no tool of that name"},
+		"no tool of that name", HeaderNone},
 	{WAFBlocked, http.StatusForbidden, OutcomeDenied, 0,
 		"HTTP 403 (or the firewall rule's own status) from the firewall; the server never sees the request",
-		"the web application firewall refused the request before it reached the server (recorded from its log)"},
+		"the web application firewall refused the request before it reached the server (recorded from its log)", HeaderNone},
 	{HumanConfirmationRequired, http.StatusForbidden, OutcomeDenied, 0, toolResult,
-		"the workspace requires a person to confirm destructive calls, and this client cannot ask one (form elicitation, 2026-07-28)"},
+		"the workspace requires a person to confirm destructive calls, and this client cannot ask one (form elicitation, 2026-07-28)", HeaderNone},
 	{ConfirmationInvalid, http.StatusForbidden, OutcomeDenied, 0, toolResult,
-		"the confirmation state is tampered, expired, replayed, or bound to other arguments, another principal or an older item version"},
+		"the confirmation state is tampered, expired, replayed, or bound to other arguments, another principal or an older item version", HeaderNone},
 	{ConfirmationDeclined, http.StatusForbidden, OutcomeDenied, 0, toolResult,
-		"the person declined or cancelled the confirmation, or typed the wrong value"},
+		"the person declined or cancelled the confirmation, or typed the wrong value", HeaderNone},
 }
 
 // Codes lists every code in documentation order. A test keeps the README in step.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"slices"
 	"time"
 
@@ -42,11 +43,11 @@ func (v *Verifier) verify(ctx context.Context, secret string) (Principal, time.T
 	}
 	h := Hash(secret)
 	rec, err := v.Store.GetTokenByHash(ctx, h)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, time.Time{}, reject(ReasonUnknown, "")
 	}
 	if err != nil {
-		return Principal{}, time.Time{}, apperr.As(err)
+		return Principal{}, time.Time{}, apperr.Internal(err)
 	}
 	// The lookup already matched on the hash; comparing again in constant time keeps
 	// the decision independent of how a backend compares keys.

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"slices"
 	"sync"
 	"testing"
@@ -26,11 +27,11 @@ func (m *memTokens) CreateToken(_ context.Context, t TokenRecord) error {
 	defer m.mu.Unlock()
 	for _, r := range m.byHash {
 		if r.TokenID == t.TokenID {
-			return apperr.New(apperr.Conflict, "token exists")
+			return store.Errorf(store.ErrAlreadyExists, "token exists")
 		}
 	}
 	if _, ok := m.byHash[t.Hash]; ok {
-		return apperr.New(apperr.Conflict, "token exists")
+		return store.Errorf(store.ErrAlreadyExists, "token exists")
 	}
 	m.byHash[t.Hash] = t
 	return nil
@@ -45,7 +46,7 @@ func (m *memTokens) GetTokenByHash(_ context.Context, hash string) (TokenRecord,
 	}
 	r, ok := m.byHash[hash]
 	if !ok {
-		return TokenRecord{}, apperr.New(apperr.NotFound, "token not found")
+		return TokenRecord{}, store.NotFound("token")
 	}
 	return r, nil
 }
@@ -74,7 +75,7 @@ func (m *memTokens) UpdateTokenRevoked(_ context.Context, id string, at time.Tim
 			return r, nil
 		}
 	}
-	return TokenRecord{}, apperr.New(apperr.NotFound, "token not found")
+	return TokenRecord{}, store.NotFound("token")
 }
 
 func (m *memTokens) count() int {

@@ -8,7 +8,11 @@ import (
 
 // Agent tools: assign_issue_to_agent.
 
-func assignIssueToAgentTool() Tool {
+func init() {
+	register(80, assignIssueToAgentTool)
+}
+
+func assignIssueToAgentTool(Deps) Tool {
 	return Tool{
 		Name:  "assign_issue_to_agent",
 		Title: "Assign issue to agent",
@@ -29,7 +33,7 @@ func assignIssueToAgentTool() Tool {
 		}`),
 		OutputSchema: schema(issueObject),
 		Write:        assignIssueToAgent,
-		ResourceID:   resourceIDFrom("issue_id"),
+		ResourceArg:  "issue_id",
 		Args:         assignArgs{},
 	}
 }

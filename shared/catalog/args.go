@@ -86,21 +86,6 @@ func cleanLabels(in []string) ([]string, error) {
 	return out, nil
 }
 
-// resourceIDFrom returns a ResourceID function that reads one string argument. The
-// arguments arrive decoded (the guard decodes them once, for the schema): a value
-// that is not a JSON string, or is longer than maxResourceIDLen, names nothing.
-func resourceIDFrom(field string) func(map[string]any) string {
-	return func(args map[string]any) string {
-		id, ok := args[field].(string)
-		if !ok || len(id) > maxResourceIDLen {
-			return ""
-		}
-		return id
-	}
-}
-
-func noResourceID(map[string]any) string { return "" }
-
 // wireIssue guarantees the wire shape the output schema promises whatever the backend
 // returns: labels is an array, never null. The result encodes itself (encode.go).
 func wireIssue(i store.Issue) issueResult {

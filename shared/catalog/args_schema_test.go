@@ -140,6 +140,21 @@ func TestCatalogMatchesSpecTable(t *testing.T) {
 		t.Fatal("spec-tools.json lists no tools")
 	}
 	c := New(Deps{})
+	// The spec's tools come in the spec's order (docs/architecture.md section 11); a
+	// tool the spec does not list may stand anywhere, and only the catalog's own tests
+	// check it (docs/adding-a-tool.md).
+	var order, specOrder []string
+	for _, st := range spec.Tools {
+		specOrder = append(specOrder, st.Name)
+	}
+	for _, tool := range c.Tools() {
+		if slices.Contains(specOrder, tool.Name) {
+			order = append(order, tool.Name)
+		}
+	}
+	if !slices.Equal(order, specOrder) {
+		t.Errorf("catalog order of the spec's tools = %v, want %v", order, specOrder)
+	}
 	for _, st := range spec.Tools {
 		tool, ok := c.Lookup(st.Name)
 		if !ok {
@@ -151,5 +166,21 @@ func TestCatalogMatchesSpecTable(t *testing.T) {
 		if !reflect.DeepEqual(got, st) {
 			t.Errorf("%s: catalog %+v, spec %+v", st.Name, got, st)
 		}
+	}
+}
+
+// TestRegistryRanks: every tool registers once, under a rank of its own, so the order
+// of tools/list does not depend on which file's init ran first.
+func TestRegistryRanks(t *testing.T) {
+	ranks := map[int]string{}
+	for _, r := range registry {
+		name := r.build(Deps{}).Name
+		if other, ok := ranks[r.rank]; ok {
+			t.Errorf("%s and %s share rank %d", other, name, r.rank)
+		}
+		ranks[r.rank] = name
+	}
+	if len(registry) != len(New(Deps{}).Tools()) {
+		t.Errorf("%d registrations, %d tools", len(registry), len(New(Deps{}).Tools()))
 	}
 }

@@ -20,7 +20,12 @@ import (
 // when the caller has gone away, so the run does not stay "queued" for ever.
 const statusUpdateTimeout = 5 * time.Second
 
-func triggerAutopilotTool(d autopilot.Dispatcher) Tool {
+func init() {
+	register(90, triggerAutopilotTool)
+}
+
+func triggerAutopilotTool(deps Deps) Tool {
+	d := deps.Dispatcher
 	return Tool{
 		Name:  "trigger_autopilot",
 		Title: "Trigger autopilot",
@@ -61,7 +66,7 @@ func triggerAutopilotTool(d autopilot.Dispatcher) Tool {
 		}`),
 		AcceptsIdempotencyKey: true,
 		Write:                 (&autopilotHandler{dispatcher: d}).trigger,
-		ResourceID:            resourceIDFrom("issue_id"),
+		ResourceArg:           "issue_id",
 		Args:                  triggerArgs{},
 	}
 }

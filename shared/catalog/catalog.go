@@ -9,8 +9,10 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -48,16 +50,29 @@ type Tool struct {
 	AcceptsIdempotencyKey    bool            // create_issue, comment_issue, trigger_autopilot
 	Read                     ReadHandler     // set iff Annotations.ReadOnly
 	Write                    WriteHandler    // set iff !Annotations.ReadOnly
-	// ResourceID returns the issue or comment id the arguments target ("" if none), for
-	// audit. It takes the arguments as the guard decoded them (one JSON object;
-	// numbers may be json.Number) so that they are not decoded again per call. It
-	// never fails: a missing or mistyped field gives "".
-	ResourceID func(args map[string]any) string
+	// ResourceArg names the argument that holds the issue or comment id the call
+	// targets, for audit (ResourceID); "" for a tool that targets none.
+	ResourceArg string
 	// Args is a zero value of the struct the handler decodes its arguments into. A test
 	// over every tool checks InputSchema against it (each property a field of the same
 	// JSON type, required properties the fields the schema requires), so the two cannot
 	// drift apart.
 	Args any
+}
+
+// ResourceID returns the issue or comment id the arguments target ("" if none), for
+// audit. It takes the arguments as the guard decoded them (one JSON object; numbers
+// may be json.Number) so that they are not decoded again per call. It never fails: a
+// missing or mistyped value, or one longer than maxResourceIDLen, gives "".
+func (t Tool) ResourceID(args map[string]any) string {
+	if t.ResourceArg == "" {
+		return ""
+	}
+	id, ok := args[t.ResourceArg].(string)
+	if !ok || len(id) > maxResourceIDLen {
+		return ""
+	}
+	return id
 }
 
 // RequiresConfirm reports whether a call must carry confirm: true. It is the one place
@@ -78,21 +93,31 @@ type Catalog struct {
 	byName map[string]int
 }
 
-// New builds the catalog. The order is docs/architecture.md section 11's, which is also the order
-// of tools/list and GET /tools.
+// registry holds every tool's constructor. Each tool's own file registers it (in an
+// init function), so that adding a tool touches that file, its test and generated
+// files only, never a central list (docs/adding-a-tool.md).
+var registry []registration
+
+type registration struct {
+	rank  int
+	build func(Deps) Tool
+}
+
+// register adds a tool to every catalog New builds. rank is its place in tools/list
+// and GET /tools, ascending: docs/architecture.md section 11's order in steps of 10,
+// so a new tool takes a free number where it belongs. TestRegistryRanks refuses two
+// tools of one rank.
+func register(rank int, build func(Deps) Tool) {
+	registry = append(registry, registration{rank, build})
+}
+
+// New builds the catalog, in rank order (see register).
 func New(deps Deps) *Catalog {
-	tools := []Tool{
-		listIssuesTool(),
-		getIssueTool(),
-		listCommentsTool(),
-		dashboardUsageDailyTool(),
-		createIssueTool(),
-		updateIssueTool(),
-		commentIssueTool(),
-		assignIssueToAgentTool(),
-		triggerAutopilotTool(deps.Dispatcher),
-		deleteIssueTool(),
-		deleteCommentTool(),
+	regs := slices.Clone(registry)
+	slices.SortStableFunc(regs, func(a, b registration) int { return cmp.Compare(a.rank, b.rank) })
+	tools := make([]Tool, len(regs))
+	for i, r := range regs {
+		tools[i] = r.build(deps)
 	}
 	c := &Catalog{tools: tools, byName: make(map[string]int, len(tools))}
 	for i, t := range tools {

@@ -10,7 +10,13 @@ import (
 
 // Comment tools: list_comments, comment_issue, delete_comment.
 
-func listCommentsTool() Tool {
+func init() {
+	register(30, listCommentsTool)
+	register(70, commentIssueTool)
+	register(110, deleteCommentTool)
+}
+
+func listCommentsTool(Deps) Tool {
 	return Tool{
 		Name:  "list_comments",
 		Title: "List comments",
@@ -37,9 +43,9 @@ func listCommentsTool() Tool {
 			},
 			"required": ["comments", "next_cursor"]
 		}`),
-		Read:       listComments,
-		ResourceID: resourceIDFrom("issue_id"),
-		Args:       listCommentsArgs{},
+		Read:        listComments,
+		ResourceArg: "issue_id",
+		Args:        listCommentsArgs{},
 	}
 }
 
@@ -75,7 +81,7 @@ func listComments(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return page, nil
 }
 
-func commentIssueTool() Tool {
+func commentIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "comment_issue",
 		Title: "Comment on issue",
@@ -97,7 +103,7 @@ func commentIssueTool() Tool {
 		OutputSchema:          schema(commentObject),
 		AcceptsIdempotencyKey: true,
 		Write:                 commentIssue,
-		ResourceID:            resourceIDFrom("issue_id"),
+		ResourceArg:           "issue_id",
 		Args:                  commentIssueArgs{},
 	}
 }
@@ -125,7 +131,7 @@ func commentIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return cm, nil
 }
 
-func deleteCommentTool() Tool {
+func deleteCommentTool(Deps) Tool {
 	return Tool{
 		Name:  "delete_comment",
 		Title: "Delete comment",
@@ -152,9 +158,9 @@ func deleteCommentTool() Tool {
 			},
 			"required": ["deleted", "comment_id"]
 		}`),
-		Write:      deleteComment,
-		ResourceID: resourceIDFrom("comment_id"),
-		Args:       deleteCommentArgs{},
+		Write:       deleteComment,
+		ResourceArg: "comment_id",
+		Args:        deleteCommentArgs{},
 	}
 }
 
@@ -173,18 +179,10 @@ func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
 	if err := decode(c.Args, &a); err != nil {
 		return nil, err
 	}
-	ws := c.Principal.WorkspaceID
-	id, err := runDelete(ctx, c, q, deleteTarget{
-		kind: "comment", ref: a.CommentID,
-		denied: "only a workspace admin or the comment's author can delete it",
-		find: func(ctx context.Context) (string, string, error) {
-			cm, err := q.GetComment(ctx, ws, a.CommentID)
-			return cm.ID, cm.Author, err
-		},
-		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteComment(ctx, ws, id) },
-	})
+	res, err := q.DeleteComment(ctx, c.Principal.WorkspaceID, a.CommentID,
+		mayDelete(c, "only a workspace admin or the comment's author can delete it"))
 	if err != nil {
 		return nil, err
 	}
-	return deleteCommentResult{Deleted: true, CommentID: id}, nil
+	return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
 }

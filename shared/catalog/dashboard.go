@@ -18,7 +18,11 @@ const (
 	maxSpanDays = 366
 )
 
-func dashboardUsageDailyTool() Tool {
+func init() {
+	register(40, dashboardUsageDailyTool)
+}
+
+func dashboardUsageDailyTool(Deps) Tool {
 	return Tool{
 		Name:  "dashboard_usage_daily",
 		Title: "Daily tool usage",
@@ -58,9 +62,8 @@ func dashboardUsageDailyTool() Tool {
 			},
 			"required": ["days"]
 		}`),
-		Read:       dashboardUsageDaily,
-		ResourceID: noResourceID,
-		Args:       usageArgs{},
+		Read: dashboardUsageDaily,
+		Args: usageArgs{},
 	}
 }
 

@@ -138,9 +138,8 @@ func (f *fixture) callWith(q store.Queries, who caller, tool, args string) (stri
 		if res != nil {
 			f.t.Errorf("%s returned a result with its error", tool)
 		}
-		var ae *apperr.Error
-		if !asAppErr(err, &ae) {
-			f.t.Errorf("%s: error %v is not an apperr value", tool, err)
+		if !decided(err) {
+			f.t.Errorf("%s: error %v is neither an apperr value nor a storage error", tool, err)
 		}
 		return "", err
 	}
@@ -169,6 +168,16 @@ func (f *fixture) ok(who caller, tool, args string) map[string]any {
 }
 
 // fails is a call that must fail with code.
+// failsWith is a call that must fail with the storage error kind, passed on as is
+// (the guard, not the handler, says what the client sees of it).
+func (f *fixture) failsWith(who caller, tool, args string, kind error) {
+	f.t.Helper()
+	s, err := f.call(who, tool, args)
+	if !errors.Is(err, kind) {
+		f.t.Errorf("%s %s: error %v (result %s), want %v", tool, args, err, s, kind)
+	}
+}
+
 func (f *fixture) fails(who caller, tool, args string, code apperr.Code) {
 	f.t.Helper()
 	s, err := f.call(who, tool, args)
@@ -184,7 +193,13 @@ func (f *fixture) newIssue(who caller, title string) (id, key string) {
 	return m["id"].(string), m["key"].(string)
 }
 
-func asAppErr(err error, target **apperr.Error) bool { return errors.As(err, target) }
+// decided reports whether err is a handler's own decision (an apperr value) or a
+// storage error passed on as the store returned it, for the guard to map; anything
+// else would reach the client as internal_error.
+func decided(err error) bool {
+	var ae *apperr.Error
+	return errors.As(err, &ae) || store.IsStorage(err)
+}
 
 // recordingDispatcher records jobs and fails when told to.
 type recordingDispatcher struct {

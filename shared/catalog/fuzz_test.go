@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +14,10 @@ import (
 )
 
 // FuzzToolArguments feeds arbitrary arguments to every handler against a real store.
-// Whatever arrives, a handler must not panic and must answer with an apperr value; for
-// arguments the input schema admits (what the guard lets through) it must never be an
-// internal_error, and a success must match the output schema.
+// Whatever arrives, a handler must not panic and must answer with an apperr value or a
+// storage error (the guard maps those); for arguments the input schema admits (what
+// the guard lets through) it must never be an internal_error, and a success must match
+// the output schema.
 func FuzzToolArguments(f *testing.F) {
 	seeds := []struct {
 		tool string
@@ -90,11 +90,10 @@ func FuzzToolArguments(f *testing.F) {
 		inst, jerr := decodeInstance(args)
 		admitted := jerr == nil && in[tool.Name].Validate(inst) == nil
 		if err != nil {
-			var ae *apperr.Error
-			if !errors.As(err, &ae) {
-				t.Fatalf("%s(%q): error %v is not an apperr value", tool.Name, args, err)
+			if !decided(err) {
+				t.Fatalf("%s(%q): error %v is neither an apperr value nor a storage error", tool.Name, args, err)
 			}
-			if admitted && ae.Code == apperr.InternalError {
+			if admitted && apperr.CodeOf(err) == apperr.InternalError && !store.IsStorage(err) {
 				t.Fatalf("%s(%q): internal_error for schema-valid arguments: %v", tool.Name, args, err)
 			}
 			return
@@ -117,10 +116,7 @@ func FuzzToolArguments(f *testing.F) {
 // raw bytes itself), on every input the guard passes on: one JSON object.
 func checkResourceID(t *testing.T, tool Tool, args []byte) {
 	t.Helper()
-	field, known := resourceField[tool.Name]
-	if !known {
-		t.Fatalf("resourceField has no entry for %s", tool.Name)
-	}
+	field := tool.ResourceArg
 	inst, err := decodeInstance(args)
 	obj, ok := inst.(map[string]any)
 	if err != nil || !ok {
@@ -133,15 +129,6 @@ func checkResourceID(t *testing.T, tool Tool, args []byte) {
 	if want := resourceIDFromRaw(field)(args); got != want {
 		t.Errorf("%s ResourceID(%q) = %q, the raw-bytes version gives %q", tool.Name, args, got, want)
 	}
-}
-
-// resourceField is the argument each tool's ResourceID reads ("" for none).
-// Every catalog tool has an entry; checkResourceID fails on a tool without one.
-var resourceField = map[string]string{
-	"list_issues": "", "create_issue": "", "dashboard_usage_daily": "",
-	"get_issue": "issue_id", "list_comments": "issue_id", "update_issue": "issue_id",
-	"comment_issue": "issue_id", "assign_issue_to_agent": "issue_id", "trigger_autopilot": "issue_id",
-	"delete_issue": "issue_id", "delete_comment": "comment_id",
 }
 
 // resourceIDFromRaw is ResourceID as it was before it took decoded arguments: the

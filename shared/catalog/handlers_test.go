@@ -96,11 +96,11 @@ func TestGetIssue(t *testing.T) {
 		t.Errorf("issue = %v", byID)
 	}
 
-	f.fails(asBen, "get_issue", `{"issue_id":"`+missingUUID+`"}`, apperr.NotFound)
-	f.fails(asBen, "get_issue", `{"issue_id":"AAC-99"}`, apperr.NotFound)
+	f.failsWith(asBen, "get_issue", `{"issue_id":"`+missingUUID+`"}`, store.ErrNotFound)
+	f.failsWith(asBen, "get_issue", `{"issue_id":"AAC-99"}`, store.ErrNotFound)
 	// Another workspace's issue is exactly as absent as a missing one.
-	f.fails(asBen, "get_issue", `{"issue_id":"`+otherID+`"}`, apperr.NotFound)
-	f.fails(asBen, "get_issue", `{"issue_id":"OTH-1"}`, apperr.NotFound)
+	f.failsWith(asBen, "get_issue", `{"issue_id":"`+otherID+`"}`, store.ErrNotFound)
+	f.failsWith(asBen, "get_issue", `{"issue_id":"OTH-1"}`, store.ErrNotFound)
 }
 
 func TestCreateIssue(t *testing.T) {
@@ -157,12 +157,12 @@ func TestUpdateIssue(t *testing.T) {
 		t.Errorf("no-op update changed the issue:\n got %s\nwant %s", again, first)
 	}
 
-	f.fails(asBen, "update_issue", `{"issue_id":"AAC-1","status":"done","expected_version":1}`, apperr.Conflict)
+	f.failsWith(asBen, "update_issue", `{"issue_id":"AAC-1","status":"done","expected_version":1}`, store.ErrVersionMismatch)
 	f.fails(asBen, "update_issue", `{"issue_id":"AAC-1"}`, apperr.InvalidArguments)
 	f.fails(asBen, "update_issue", `{"issue_id":"AAC-1","expected_version":2}`, apperr.InvalidArguments)
 	f.fails(asBen, "update_issue", `{"issue_id":"AAC-1","title":" "}`, apperr.InvalidArguments)
-	f.fails(asBen, "update_issue", `{"issue_id":"`+missingUUID+`","title":"x"}`, apperr.NotFound)
-	f.fails(asBen, "update_issue", `{"issue_id":"`+otherID+`","title":"x"}`, apperr.NotFound)
+	f.failsWith(asBen, "update_issue", `{"issue_id":"`+missingUUID+`","title":"x"}`, store.ErrNotFound)
+	f.failsWith(asBen, "update_issue", `{"issue_id":"`+otherID+`","title":"x"}`, store.ErrNotFound)
 
 	m = f.ok(asBen, "update_issue", `{"issue_id":"AAC-1","status":"done","priority":"low","description":"d","expected_version":2}`)
 	if m["status"] != "done" || m["priority"] != "low" || m["description"] != "d" || m["version"] != 3.0 {
@@ -202,10 +202,10 @@ func TestComments(t *testing.T) {
 		t.Errorf("quiet issue comments = %v", m)
 	}
 
-	f.fails(asBen, "list_comments", `{"issue_id":"AAC-9"}`, apperr.NotFound)
-	f.fails(asBen, "list_comments", `{"issue_id":"`+otherID+`"}`, apperr.NotFound)
-	f.fails(asBen, "comment_issue", `{"issue_id":"`+otherID+`","body":"x"}`, apperr.NotFound)
-	f.fails(asBen, "comment_issue", `{"issue_id":"AAC-9","body":"x"}`, apperr.NotFound)
+	f.failsWith(asBen, "list_comments", `{"issue_id":"AAC-9"}`, store.ErrNotFound)
+	f.failsWith(asBen, "list_comments", `{"issue_id":"`+otherID+`"}`, store.ErrNotFound)
+	f.failsWith(asBen, "comment_issue", `{"issue_id":"`+otherID+`","body":"x"}`, store.ErrNotFound)
+	f.failsWith(asBen, "comment_issue", `{"issue_id":"AAC-9","body":"x"}`, store.ErrNotFound)
 	f.fails(asBen, "comment_issue", `{"issue_id":"AAC-1","body":" \n "}`, apperr.InvalidArguments)
 }
 
@@ -294,10 +294,10 @@ func TestAssignIssueToAgent(t *testing.T) {
 		t.Errorf("repeat changed the issue:\n got %s\nwant %s", again, first)
 	}
 
-	f.fails(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-1","agent_id":"no-such-agent"}`, apperr.NotFound)
-	f.fails(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-1","agent_id":"`+otherAgent+`"}`, apperr.NotFound)
-	f.fails(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-7","agent_id":"`+agentID+`"}`, apperr.NotFound)
-	f.fails(asBen, "assign_issue_to_agent", `{"issue_id":"`+otherID+`","agent_id":"`+agentID+`"}`, apperr.NotFound)
+	f.failsWith(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-1","agent_id":"no-such-agent"}`, store.ErrNotFound)
+	f.failsWith(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-1","agent_id":"`+otherAgent+`"}`, store.ErrNotFound)
+	f.failsWith(asBen, "assign_issue_to_agent", `{"issue_id":"AAC-7","agent_id":"`+agentID+`"}`, store.ErrNotFound)
+	f.failsWith(asBen, "assign_issue_to_agent", `{"issue_id":"`+otherID+`","agent_id":"`+agentID+`"}`, store.ErrNotFound)
 }
 
 func TestTriggerAutopilot(t *testing.T) {
@@ -350,8 +350,8 @@ func TestTriggerAutopilot(t *testing.T) {
 	t.Run("unknown or foreign issue dispatches nothing", func(t *testing.T) {
 		f := newFixture(t)
 		otherID, _ := f.newIssue(asOutsider, "theirs")
-		f.fails(asBen, "trigger_autopilot", `{"issue_id":"AAC-1"}`, apperr.NotFound)
-		f.fails(asBen, "trigger_autopilot", `{"issue_id":"`+otherID+`"}`, apperr.NotFound)
+		f.failsWith(asBen, "trigger_autopilot", `{"issue_id":"AAC-1"}`, store.ErrNotFound)
+		f.failsWith(asBen, "trigger_autopilot", `{"issue_id":"`+otherID+`"}`, store.ErrNotFound)
 		if n := len(f.disp.Jobs()); n != 0 {
 			t.Errorf("dispatched %d jobs", n)
 		}
@@ -434,8 +434,8 @@ func TestDeleteIssue(t *testing.T) {
 	if want := `{"deleted":true,"issue_id":"` + miaID + `"}`; first != want {
 		t.Errorf("delete result = %s, want %s", first, want)
 	}
-	f.fails(asMia, "get_issue", `{"issue_id":"`+miaID+`"}`, apperr.NotFound)
-	f.fails(asMia, "delete_comment", `{"comment_id":"`+comment["id"].(string)+`","confirm":true}`, apperr.NotFound)
+	f.failsWith(asMia, "get_issue", `{"issue_id":"`+miaID+`"}`, store.ErrNotFound)
+	f.failsWith(asMia, "delete_comment", `{"comment_id":"`+comment["id"].(string)+`","confirm":true}`, store.ErrNotFound)
 
 	// Repeats answer the same body, by id or key, for whoever may delete it.
 	for _, tc := range []struct {
@@ -458,9 +458,9 @@ func TestDeleteIssue(t *testing.T) {
 		t.Errorf("admin delete = %v", got)
 	}
 
-	f.fails(asAdmin, "delete_issue", `{"issue_id":"`+missingUUID+`","confirm":true}`, apperr.NotFound)
-	f.fails(asAdmin, "delete_issue", `{"issue_id":"AAC-99","confirm":true}`, apperr.NotFound)
-	f.fails(asAdmin, "delete_issue", `{"issue_id":"`+otherID+`","confirm":true}`, apperr.NotFound)
+	f.failsWith(asAdmin, "delete_issue", `{"issue_id":"`+missingUUID+`","confirm":true}`, store.ErrNotFound)
+	f.failsWith(asAdmin, "delete_issue", `{"issue_id":"AAC-99","confirm":true}`, store.ErrNotFound)
+	f.failsWith(asAdmin, "delete_issue", `{"issue_id":"`+otherID+`","confirm":true}`, store.ErrNotFound)
 	f.ok(asOutsider, "get_issue", `{"issue_id":"`+otherID+`"}`) // untouched
 }
 
@@ -522,8 +522,8 @@ func TestDeleteComment(t *testing.T) {
 	if m := f.ok(asAdmin, "delete_comment", `{"comment_id":"`+bens+`","confirm":true}`); m["comment_id"] != bens {
 		t.Errorf("admin delete = %v", m)
 	}
-	f.fails(asAdmin, "delete_comment", `{"comment_id":"01JQ3Z7R6W7YV1T0B3Q6Y2K9ZC","confirm":true}`, apperr.NotFound)
-	f.fails(asAdmin, "delete_comment", `{"comment_id":"`+theirs+`","confirm":true}`, apperr.NotFound)
+	f.failsWith(asAdmin, "delete_comment", `{"comment_id":"01JQ3Z7R6W7YV1T0B3Q6Y2K9ZC","confirm":true}`, store.ErrNotFound)
+	f.failsWith(asAdmin, "delete_comment", `{"comment_id":"`+theirs+`","confirm":true}`, store.ErrNotFound)
 }
 
 func mustTime(t *testing.T, v any) time.Time {
@@ -536,44 +536,52 @@ func mustTime(t *testing.T, v any) time.Time {
 	return tm
 }
 
-// staleLookup answers the first GetIssue/GetComment with not_found, as a lookup that ran
-// just before the item was created would.
-type staleLookup struct {
+// deleteOnly fails any read: a delete tool makes one store call, the delete, which
+// finds the item (or its tombstone) and applies the permission check itself, so the
+// item judged is the item deleted and no tombstone is read outside the store.
+type deleteOnly struct {
 	store.Queries
-	issueMissed, commentMissed bool
+	t *testing.T
 }
 
-func (s *staleLookup) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, error) {
-	if !s.issueMissed {
-		s.issueMissed = true
-		return store.Issue{}, apperr.New(apperr.NotFound, "issue not found")
-	}
-	return s.Queries.GetIssue(ctx, ws, idOrKey)
+func (s deleteOnly) GetIssue(context.Context, string, string) (store.Issue, error) {
+	s.t.Error("a delete tool read the issue beside the store's delete")
+	return store.Issue{}, store.NotFound("issue")
 }
 
-func (s *staleLookup) GetComment(ctx context.Context, ws, id string) (store.Comment, error) {
-	if !s.commentMissed {
-		s.commentMissed = true
-		return store.Comment{}, apperr.New(apperr.NotFound, "comment not found")
-	}
-	return s.Queries.GetComment(ctx, ws, id)
+func (s deleteOnly) GetComment(context.Context, string, string) (store.Comment, error) {
+	s.t.Error("a delete tool read the comment beside the store's delete")
+	return store.Comment{}, store.NotFound("comment")
 }
 
-// TestDeleteRaceWithCreate: a member deleting "the next key" while someone else creates
-// that issue must get not_found, never delete the new issue unchecked. A repeat is
-// answered from the tombstone alone, so the race has nothing to delete.
-func TestDeleteRaceWithCreate(t *testing.T) {
+// TestDeleteJudgedInTheStore: a member deleting another's issue or comment is refused
+// by the check the store applies in the delete, first time and on a repeat, and
+// nothing is deleted; the owner deletes and repeats through the same single call.
+func TestDeleteJudgedInTheStore(t *testing.T) {
 	f := newFixture(t)
 	f.newIssue(asMia, "mia's") // AAC-1, not Ben's
 	cid := f.ok(asMia, "comment_issue", `{"issue_id":"AAC-1","body":"mia's words"}`)["id"].(string)
+	only := deleteOnly{Queries: f.st, t: t}
+	deleteIssue, deleteComment := `{"issue_id":"AAC-1","confirm":true}`, `{"comment_id":"`+cid+`","confirm":true}`
 
-	if _, err := f.callWith(&staleLookup{Queries: f.st}, asBen, "delete_issue", `{"issue_id":"AAC-1","confirm":true}`); !apperr.Is(err, apperr.NotFound) {
-		t.Errorf("delete_issue after a stale lookup = %v, want not_found", err)
-	}
-	if _, err := f.callWith(&staleLookup{Queries: f.st}, asBen, "delete_comment", `{"comment_id":"`+cid+`","confirm":true}`); !apperr.Is(err, apperr.NotFound) {
-		t.Errorf("delete_comment after a stale lookup = %v, want not_found", err)
+	for _, tc := range []struct{ tool, args string }{{"delete_comment", deleteComment}, {"delete_issue", deleteIssue}} {
+		if _, err := f.callWith(only, asBen, tc.tool, tc.args); !apperr.Is(err, apperr.PermissionDenied) {
+			t.Errorf("%s by a member who does not own it = %v, want permission_denied", tc.tool, err)
+		}
 	}
 	if m := f.ok(asMia, "get_issue", `{"issue_id":"AAC-1"}`); m["comment_count"] != 1.0 {
 		t.Errorf("issue or comment was deleted by a caller who may not delete them: %v", m)
+	}
+	for _, tc := range []struct{ tool, args string }{{"delete_comment", deleteComment}, {"delete_issue", deleteIssue}} {
+		first, err := f.callWith(only, asMia, tc.tool, tc.args)
+		if err != nil {
+			t.Fatalf("%s by its owner: %v", tc.tool, err)
+		}
+		if again, err := f.callWith(only, asMia, tc.tool, tc.args); err != nil || again != first {
+			t.Errorf("owner's repeat of %s = %s, %v; want %s", tc.tool, again, err, first)
+		}
+		if _, err := f.callWith(only, asBen, tc.tool, tc.args); !apperr.Is(err, apperr.PermissionDenied) {
+			t.Errorf("repeat of %s by a member who did not own it = %v, want permission_denied", tc.tool, err)
+		}
 	}
 }

@@ -9,7 +9,15 @@ import (
 
 // Issue tools: list_issues, get_issue, create_issue, update_issue, delete_issue.
 
-func listIssuesTool() Tool {
+func init() {
+	register(10, listIssuesTool)
+	register(20, getIssueTool)
+	register(50, createIssueTool)
+	register(60, updateIssueTool)
+	register(100, deleteIssueTool)
+}
+
+func listIssuesTool(Deps) Tool {
 	return Tool{
 		Name:  "list_issues",
 		Title: "List issues",
@@ -39,9 +47,8 @@ func listIssuesTool() Tool {
 			},
 			"required": ["issues", "next_cursor"]
 		}`),
-		Read:       listIssues,
-		ResourceID: noResourceID,
-		Args:       listIssuesArgs{},
+		Read: listIssues,
+		Args: listIssuesArgs{},
 	}
 }
 
@@ -82,7 +89,7 @@ func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return out, nil
 }
 
-func getIssueTool() Tool {
+func getIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "get_issue",
 		Title: "Get issue",
@@ -100,7 +107,7 @@ func getIssueTool() Tool {
 		}`),
 		OutputSchema: schema(issueObject),
 		Read:         getIssue,
-		ResourceID:   resourceIDFrom("issue_id"),
+		ResourceArg:  "issue_id",
 		Args:         issueRefArgs{},
 	}
 }
@@ -121,7 +128,7 @@ func getIssue(ctx context.Context, c Call, r store.Reader) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func createIssueTool() Tool {
+func createIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "create_issue",
 		Title: "Create issue",
@@ -147,7 +154,6 @@ func createIssueTool() Tool {
 		OutputSchema:          schema(issueObject),
 		AcceptsIdempotencyKey: true,
 		Write:                 createIssue,
-		ResourceID:            noResourceID,
 		Args:                  createIssueArgs{},
 	}
 }
@@ -196,7 +202,7 @@ func createIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func updateIssueTool() Tool {
+func updateIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "update_issue",
 		Title: "Update issue",
@@ -223,7 +229,7 @@ func updateIssueTool() Tool {
 		}`),
 		OutputSchema: schema(issueObject),
 		Write:        updateIssue,
-		ResourceID:   resourceIDFrom("issue_id"),
+		ResourceArg:  "issue_id",
 		Args:         updateIssueArgs{},
 	}
 }
@@ -287,7 +293,7 @@ func updateIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	return wireIssue(iss), nil
 }
 
-func deleteIssueTool() Tool {
+func deleteIssueTool(Deps) Tool {
 	return Tool{
 		Name:  "delete_issue",
 		Title: "Delete issue",
@@ -314,9 +320,9 @@ func deleteIssueTool() Tool {
 			},
 			"required": ["deleted", "issue_id"]
 		}`),
-		Write:      deleteIssue,
-		ResourceID: resourceIDFrom("issue_id"),
-		Args:       deleteIssueArgs{},
+		Write:       deleteIssue,
+		ResourceArg: "issue_id",
+		Args:        deleteIssueArgs{},
 	}
 }
 
@@ -335,70 +341,31 @@ func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 	if err := decode(c.Args, &a); err != nil {
 		return nil, err
 	}
-	ws := c.Principal.WorkspaceID
-	id, err := runDelete(ctx, c, q, deleteTarget{
-		kind: "issue", ref: a.IssueID,
-		denied: "only a workspace admin or the issue's creator can delete it",
-		find: func(ctx context.Context) (string, string, error) {
-			iss, err := q.GetIssue(ctx, ws, a.IssueID)
-			return iss.ID, iss.CreatedBy, err
-		},
-		// By UUID, not by what the caller typed: the key was resolved once, by find.
-		remove: func(ctx context.Context, id string) (store.DeleteResult, error) { return q.DeleteIssue(ctx, ws, id) },
-	})
+	res, err := q.DeleteIssue(ctx, c.Principal.WorkspaceID, a.IssueID,
+		mayDelete(c, "only a workspace admin or the issue's creator can delete it"))
 	if err != nil {
 		return nil, err
 	}
-	return deleteIssueResult{Deleted: true, IssueID: id}, nil
+	return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
 }
 
-// deleteTarget is what runDelete needs to know of one delete tool's item.
-type deleteTarget struct {
-	kind   string // the tombstone kind: "issue" or "comment"
-	ref    string // the id (or key) the caller gave
-	denied string // the permission_denied message
-	// find returns the live item's id and owner, or not_found.
-	find func(ctx context.Context) (id, owner string, err error)
-	// remove deletes the live item by its id.
-	remove func(ctx context.Context, id string) (store.DeleteResult, error)
-}
-
-// runDelete is the spec's order for a destructive tool: existence, then permission,
-// then the delete. A repeat (the item is gone) is answered from the tombstone alone and
-// judged by the same rule (docs/architecture.md section 2: the first result again). It never deletes on
-// that path, so an item created under the same key since find looked cannot be deleted
-// without its permission check.
-func runDelete(ctx context.Context, c Call, q store.Queries, t deleteTarget) (string, error) {
-	id, owner, err := t.find(ctx)
-	switch {
-	case apperr.Is(err, apperr.NotFound):
-		res, err := q.GetTombstone(ctx, c.Principal.WorkspaceID, t.kind, t.ref)
-		if err != nil {
-			return "", err
+// mayDelete is the permission rule of the delete tools: admins delete anything,
+// members what they created or wrote (the guard has already turned away viewers and
+// non-members). The store applies it in the delete itself, to the item or, on a
+// repeat, to its tombstone (docs/architecture.md section 2: the first result again,
+// judged by the same rule), and only once it has found either, so the spec's order
+// holds: existence, then permission, then the delete.
+func mayDelete(c Call, denied string) store.DeleteCheck {
+	return func(owner string) error {
+		if MayDelete(c.Role, c.Principal.UserID, owner) {
+			return nil
 		}
-		if !mayDelete(c, res.Owner) {
-			return "", apperr.New(apperr.PermissionDenied, t.denied)
-		}
-		return res.ID, nil
-	case err != nil:
-		return "", err
+		return apperr.New(apperr.PermissionDenied, denied)
 	}
-	if !mayDelete(c, owner) {
-		return "", apperr.New(apperr.PermissionDenied, t.denied)
-	}
-	res, err := t.remove(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	return res.ID, nil
 }
 
-// mayDelete: admins delete anything, members what they created or wrote. The guard has
-// already turned away viewers and non-members.
-func mayDelete(c Call, owner string) bool { return MayDelete(c.Role, c.Principal.UserID, owner) }
-
-// MayDelete is the delete tools' permission rule, for the guard's preview of a
-// refused delete (which must not show an item its caller could not delete).
+// MayDelete is the rule itself, also for the guard: its preview of a refused delete
+// and its question must not show an item the caller could not delete.
 func MayDelete(role store.Role, user, owner string) bool {
 	return role == store.RoleAdmin || (owner != "" && owner == user)
 }

@@ -49,13 +49,13 @@ func (w failingWriter) CreateIssue(context.Context, string, store.NewIssue) (sto
 func (w failingWriter) UpdateIssue(context.Context, string, string, store.IssuePatch) (store.Issue, bool, error) {
 	return store.Issue{}, false, w.fail("UpdateIssue")
 }
-func (w failingWriter) DeleteIssue(context.Context, string, string) (store.DeleteResult, error) {
+func (w failingWriter) DeleteIssue(context.Context, string, string, store.DeleteCheck) (store.DeleteResult, error) {
 	return store.DeleteResult{}, w.fail("DeleteIssue")
 }
 func (w failingWriter) CreateComment(context.Context, string, string, store.NewComment) (store.Comment, error) {
 	return store.Comment{}, w.fail("CreateComment")
 }
-func (w failingWriter) DeleteComment(context.Context, string, string) (store.DeleteResult, error) {
+func (w failingWriter) DeleteComment(context.Context, string, string, store.DeleteCheck) (store.DeleteResult, error) {
 	return store.DeleteResult{}, w.fail("DeleteComment")
 }
 func (w failingWriter) CreateAutopilotRun(context.Context, string, store.AutopilotRun) (store.AutopilotRun, error) {
@@ -90,28 +90,44 @@ type readOnlyRecorder struct {
 
 var _ store.Queries = readOnlyRecorder{}
 
+// readOnlyCase is a read-only tool's happy-path arguments, the result field that shows
+// the handler really read something, and arguments that fail.
+type readOnlyCase struct{ args, nonEmpty, failArgs string }
+
+// readOnlySeed is what TestReadOnlyToolsNeverWrite's fixture holds: issue AAC-1 with
+// one comment.
+type readOnlySeed struct{ issueID, commentID string }
+
+// readOnlyCases gives each read-only tool its case. A new read-only tool adds its own
+// from its test file, in an init function, so that it needs no line here.
+var readOnlyCases = map[string]func(readOnlySeed) readOnlyCase{
+	"list_issues": func(readOnlySeed) readOnlyCase {
+		return readOnlyCase{`{"limit":10}`, "issues", `{"cursor":"not-a-cursor"}`}
+	},
+	"get_issue": func(s readOnlySeed) readOnlyCase {
+		return readOnlyCase{`{"issue_id":"` + s.issueID + `"}`, "id", `{"issue_id":"AAC-404"}`}
+	},
+	"list_comments": func(readOnlySeed) readOnlyCase {
+		return readOnlyCase{`{"issue_id":"AAC-1"}`, "comments", `{"issue_id":"AAC-404"}`}
+	},
+	"dashboard_usage_daily": func(readOnlySeed) readOnlyCase {
+		return readOnlyCase{`{}`, "days", `{"from":"2026-03-10","to":"2026-03-01"}`}
+	},
+}
+
 // TestReadOnlyToolsNeverWrite runs every tool whose catalog entry says ReadOnly, on its
-// happy path and on a not-found path, against a store that fails on any mutation.
+// happy path and on a failing path, against a store that fails on any mutation.
 func TestReadOnlyToolsNeverWrite(t *testing.T) {
 	f := newFixture(t)
 	id, _ := f.newIssue(asMia, "read me")
-	f.ok(asBen, "comment_issue", `{"issue_id":"AAC-1","body":"a comment"}`)
+	cm := f.ok(asBen, "comment_issue", `{"issue_id":"AAC-1","body":"a comment"}`)
 	if err := f.st.UpdateUsage(t.Context(), store.UsageIncrement{
 		WorkspaceID: wsDemo, Date: testNow.Format(dateLayout), Tool: "get_issue", Outcome: "success", EventID: "ro-1",
 	}); err != nil {
 		t.Fatal(err)
 	}
+	seed := readOnlySeed{issueID: id, commentID: cm["id"].(string)}
 
-	// Happy-path arguments and what the result must hold to show the handler really
-	// read something; then arguments that fail.
-	cases := map[string]struct {
-		args, nonEmpty, failArgs string
-	}{
-		"list_issues":           {`{"limit":10}`, "issues", `{"cursor":"not-a-cursor"}`},
-		"get_issue":             {`{"issue_id":"` + id + `"}`, "id", `{"issue_id":"AAC-404"}`},
-		"list_comments":         {`{"issue_id":"AAC-1"}`, "comments", `{"issue_id":"AAC-404"}`},
-		"dashboard_usage_daily": {`{}`, "days", `{"from":"2026-03-10","to":"2026-03-01"}`},
-	}
 	rec := readOnlyRecorder{Reader: f.st, failingWriter: failingWriter{t: t}}
 	ran := 0
 	for _, tool := range f.cat.Tools() {
@@ -120,10 +136,11 @@ func TestReadOnlyToolsNeverWrite(t *testing.T) {
 		}
 		ran++
 		t.Run(tool.Name, func(t *testing.T) {
-			tc, ok := cases[tool.Name]
+			mk, ok := readOnlyCases[tool.Name]
 			if !ok {
-				t.Fatalf("no happy-path arguments for read-only tool %s: add them here", tool.Name)
+				t.Fatalf("no case for read-only tool %s: add one to readOnlyCases from its test file", tool.Name)
 			}
+			tc := mk(seed)
 			out, err := f.callWith(rec, asBen, tool.Name, tc.args)
 			if err != nil {
 				t.Fatalf("happy path: %v", err)
@@ -140,8 +157,8 @@ func TestReadOnlyToolsNeverWrite(t *testing.T) {
 			}
 		})
 	}
-	if ran != len(cases) {
-		t.Errorf("ran %d read-only tools, have cases for %d", ran, len(cases))
+	if ran != len(readOnlyCases) {
+		t.Errorf("ran %d read-only tools, have cases for %d", ran, len(readOnlyCases))
 	}
 }
 

@@ -109,10 +109,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	// Spent before the delete: a retried retry finds the nonce used and is
 	// refused, so one answer deletes at most once.
 	if err := g.confirms.ConsumeConfirmationNonce(ctx, p.WorkspaceID, got.Nonce, got.Expires); err != nil {
-		if errors.Is(err, store.ErrNonceUsed) {
-			return nil, apperr.New(apperr.ConfirmationInvalid, "this confirmation was already used")
-		}
-		return nil, apperr.As(err)
+		return nil, errorOf(err)
 	}
 	return nil, nil
 }
@@ -132,7 +129,7 @@ func (g *Guard) DestructiveConfirmation(ctx context.Context, ws string) (confirm
 	}
 	raw, err := g.confirms.DestructiveConfirmation(ctx, ws)
 	if err != nil {
-		return "", apperr.As(err)
+		return "", errorOf(err)
 	}
 	policy, err := confirm.ParsePolicy(raw)
 	if err != nil {
@@ -152,14 +149,14 @@ func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Too
 	case "delete_issue":
 		is, err := g.store.GetIssue(ctx, p.WorkspaceID, a.stringArg("issue_id"))
 		if err != nil {
-			return confirm.Item{}, "", "", apperr.As(err)
+			return confirm.Item{}, "", "", errorOf(err)
 		}
 		return confirm.Item{Kind: "issue", Key: is.Key, Title: is.Title, Comments: int(is.CommentCount)},
 			strconv.FormatInt(is.Version, 10), is.CreatedBy, nil
 	case "delete_comment":
 		cm, err := g.store.GetComment(ctx, p.WorkspaceID, a.stringArg("comment_id"))
 		if err != nil {
-			return confirm.Item{}, "", "", apperr.As(err)
+			return confirm.Item{}, "", "", errorOf(err)
 		}
 		key := ""
 		if is, err := g.store.GetIssue(ctx, p.WorkspaceID, cm.IssueID); err == nil {

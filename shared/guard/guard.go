@@ -13,6 +13,7 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -292,7 +293,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	// confirm_present records whether the caller confirmed: the JSON boolean true,
 	// the only value the destructive check accepts.
 	c.rec.ConfirmPresent = a.confirmed()
-	if a.obj != nil && t.ResourceID != nil {
+	if a.obj != nil {
 		record.SetResourceID(&c.rec, t.ResourceID(a.obj))
 	}
 
@@ -383,11 +384,11 @@ func (g *Guard) validate(t catalog.Tool, a *args) *apperr.Error {
 // removal takes effect on the next call.
 func (g *Guard) role(ctx context.Context, p auth.Principal, t catalog.Tool) (store.Role, *apperr.Error) {
 	m, err := g.store.GetMember(ctx, p.WorkspaceID, p.UserID)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "", apperr.New(apperr.PermissionDenied, "you are not a member of this workspace")
 	}
 	if err != nil {
-		return "", apperr.As(err)
+		return "", errorOf(err)
 	}
 	if !m.Role.Valid() {
 		return "", apperr.New(apperr.PermissionDenied, "your membership in this workspace has no valid role")
@@ -470,7 +471,7 @@ func (g *Guard) invoke(ctx context.Context, c *call, tc catalog.Call) (res Resul
 		err = apperr.Internal(fmt.Errorf("tool %s has no handler for its annotations", c.tool.Name))
 	}
 	if err != nil {
-		return Result{Err: apperr.As(err)}
+		return Result{Err: errorOf(err)}
 	}
 	// The hot results (shared/catalog's issues and issue pages) encode themselves
 	// without reflection, byte for byte as json.Marshal does (catalog's tests hold

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"time"
 
@@ -49,16 +50,16 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 			claimed = true
 			break
 		}
-		if !apperr.Is(err, apperr.Conflict) {
-			return Result{Err: apperr.As(err)}
+		if !errors.Is(err, store.ErrConflict) {
+			return Result{Err: errorOf(err)}
 		}
 		claim.Supersedes = nil
 		prev, err := g.store.GetIdempotency(ctx, k)
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			continue // released in between: claim again
 		}
 		if err != nil {
-			return Result{Err: apperr.As(err)}
+			return Result{Err: errorOf(err)}
 		}
 		expired := !prev.ExpiresAt.IsZero() && !c.now.Before(prev.ExpiresAt)
 		abandoned := prev.State == store.IdemPending && c.now.Sub(prev.CreatedAt) > PendingLease
@@ -102,8 +103,8 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 		// Release the key so that a retry of a failed call may run again.
 		err := g.store.DeleteIdempotency(dctx, k, claim.CreatedAt)
 		switch {
-		case err == nil || apperr.Is(err, apperr.NotFound):
-		case apperr.Is(err, apperr.Conflict):
+		case err == nil || errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrConflict):
 			g.warnTakenOver(c, k, claim)
 		default:
 			g.log.Error("idempotency claim not released; retries with this key will conflict until it expires",
@@ -117,7 +118,7 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 	done.Result = res.JSON
 	done.ResourceID = c.rec.ResourceID
 	err := g.store.UpdateIdempotency(dctx, done)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Our claim is gone and nothing holds the key: a retry took it over, failed
 		// and released it (or the claim outlived its record). This call's effect is
 		// stored, so its result must be, or the next retry would run the effect
@@ -131,7 +132,7 @@ func (g *Guard) runIdempotent(ctx context.Context, c *call, tc catalog.Call, key
 	}
 	switch {
 	case err == nil:
-	case apperr.Is(err, apperr.Conflict):
+	case errors.Is(err, store.ErrConflict):
 		g.warnTakenOver(c, k, claim)
 	default:
 		// The call succeeded and its effect is stored; failing it now would invite a

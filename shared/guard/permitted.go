@@ -2,8 +2,9 @@ package guard
 
 import (
 	"context"
+	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 )
@@ -19,7 +20,7 @@ import (
 // then fails closed.
 func (g *Guard) Permitted(ctx context.Context, p auth.Principal) (func(catalog.Tool) bool, error) {
 	m, err := g.store.GetMember(ctx, p.WorkspaceID, p.UserID)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return func(catalog.Tool) bool { return false }, nil
 	}
 	if err != nil {

@@ -52,7 +52,7 @@ func TestPreviewOnMissingConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Store.DeleteIssue(ctx, gt.WS, gone.ID); err != nil {
+	if _, err := w.Store.DeleteIssue(ctx, gt.WS, gone.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	issue := func(id string) string { return `{"issue_id":"` + id + `"}` }

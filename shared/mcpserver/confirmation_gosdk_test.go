@@ -3,13 +3,13 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -72,7 +72,7 @@ func TestHumanConfirmationGoSDKClient(t *testing.T) {
 				t.Fatalf("asked %d times, want 1", asked)
 			}
 			_, gerr := s.w.Store.GetIssue(ctx, gt.WS, is.ID)
-			gone := gerr != nil && apperr.As(gerr).Code == apperr.NotFound
+			gone := gerr != nil && errors.Is(gerr, store.ErrNotFound)
 			if gone != tc.deleted || res.IsError == tc.deleted {
 				b, _ := json.Marshal(res)
 				t.Fatalf("deleted %v (get: %v), result %s", gone, gerr, b)

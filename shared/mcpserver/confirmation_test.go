@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
@@ -138,7 +138,7 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 			if exists := gerr == nil; exists == tc.deleted {
 				t.Fatalf("issue exists %v after %s (get: %v)", exists, tc.name, gerr)
 			}
-			if tc.deleted && apperr.As(gerr).Code != apperr.NotFound {
+			if tc.deleted && !errors.Is(gerr, store.ErrNotFound) {
 				t.Fatalf("get after delete: %v", gerr)
 			}
 			if res.IsError != (tc.code != "") {
@@ -166,7 +166,7 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("delete_issue: %v %s", err, resultText(res))
 		}
-		if _, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID); err == nil || apperr.As(err).Code != apperr.NotFound {
+		if _, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID); err == nil || !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("issue still there: %v", err)
 		}
 	})
@@ -215,7 +215,7 @@ func TestHumanConfirmationWire(t *testing.T) {
 	}
 	gone := func(t *testing.T, is store.Issue) bool {
 		_, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID)
-		return err != nil && apperr.As(err).Code == apperr.NotFound
+		return err != nil && errors.Is(err, store.ErrNotFound)
 	}
 
 	t.Run("input_required then accepted", func(t *testing.T) {

@@ -32,7 +32,7 @@ func TestPreviewGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.w.Store.DeleteIssue(ctx, gt.WS, gone.ID); err != nil {
+	if _, err := s.w.Store.DeleteIssue(ctx, gt.WS, gone.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	writeOnly := s.w.Token(t, gt.WS, gt.Admin, "issues:write")

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -110,14 +109,8 @@ func (h *handler) serveToolCall(w http.ResponseWriter, r *http.Request) {
 	res := h.guard.Call(r.Context(), h.baseRequest(r, name, body))
 	st.tool, st.outcome = name, res.Record.Outcome
 	if e := res.Err; e != nil {
-		b := e.Body()
-		switch e.Code {
-		case apperr.RateLimited:
-			w.Header().Set("Retry-After", strconv.Itoa(max(b.RetryAfterSeconds, 1)))
-		case apperr.InsufficientScope:
-			h.insufficientScope(w, r, e)
-		}
-		writeJSON(w, e.Code.HTTPStatus(), b)
+		h.errorHeaders(w, r, e)
+		writeJSON(w, e.Code.HTTPStatus(), e.Body())
 		return
 	}
 	if res.Replay {

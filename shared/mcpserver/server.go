@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -313,11 +314,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, tool stri
 		e = apperr.Internal(err)
 		h.log.Error("principal source failed", "request_id", st.requestID, "err", err)
 	} else {
-		challenge := `Bearer resource_metadata="` + h.resourceMetadataURL(r) + `"`
-		if strings.TrimSpace(r.Header.Get("Authorization")) != "" {
-			challenge += `, error="invalid_token"`
-		}
-		w.Header().Set("WWW-Authenticate", challenge)
+		h.errorHeaders(w, r, e)
 	}
 	if onMCP {
 		writeJSON(w, status, rpcErrorResponse(rpcID, rpcCodeFor(e.Code), e.Message, e.Body()))
@@ -361,6 +358,24 @@ func hostOnly(addr string) string {
 		return host
 	}
 	return addr
+}
+
+// errorHeaders sets the header apperr.Table gives e's code (Spec.Header), so that
+// no transport decides per code which headers an error answer carries.
+func (h *handler) errorHeaders(w http.ResponseWriter, r *http.Request, e *apperr.Error) {
+	switch e.Code.Spec().Header {
+	case apperr.HeaderBearerChallenge:
+		challenge := `Bearer resource_metadata="` + h.resourceMetadataURL(r) + `"`
+		if strings.TrimSpace(r.Header.Get("Authorization")) != "" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	case apperr.HeaderScopeChallenge:
+		h.insufficientScope(w, r, e)
+	case apperr.HeaderRetryAfter:
+		w.Header().Set("Retry-After", strconv.Itoa(max(e.Body().RetryAfterSeconds, 1)))
+	case apperr.HeaderNone:
+	}
 }
 
 // insufficientScope sets the RFC 6750 challenge for a scope refusal.

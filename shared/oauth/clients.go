@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -46,7 +45,7 @@ func (q *request) resolveClient(ctx context.Context, clientID string) (client, *
 		c = client{Client: doc}
 	} else {
 		rc, err := q.s.cfg.Store.GetOAuthClient(ctx, clientID)
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return client{}, oerr(ErrInvalidClient, "unknown client_id "+quote(clientID)+": it is not registered here (a registration lapses after 90 days unused) and is not an https metadata-document URL")
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -77,7 +78,7 @@ func offered(p store.OAuthPending) []string {
 // workspace: a new consent is then a step-up and adds to its scopes.
 func (q *request) liveGrant(ctx context.Context, clientID string, acct store.OAuthAccount) (store.OAuthGrant, bool, error) {
 	gs, err := q.s.cfg.Store.ListOAuthGrants(ctx, acct.WorkspaceID, acct.UserID)
-	if err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.OAuthGrant{}, false, err
 	}
 	now := q.s.now()
@@ -199,7 +200,7 @@ func (q *request) consentPost() {
 	// Consuming the request is the single-use check: of two submissions of one form,
 	// exactly one gets past here.
 	if err := q.s.cfg.Store.DeleteOAuthPending(ctx, p.ID); err != nil {
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			q.errorPage(errUnknownRequest.status, errUnknownRequest.title, errUnknownRequest.message)
 			return
 		}

@@ -1,11 +1,11 @@
 package oauth
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -28,7 +28,7 @@ func (q *request) session() (store.OAuthPending, string, bool) {
 	}
 	p, err := q.s.cfg.Store.GetOAuthPending(q.ctx(), auth.Hash(c.Value))
 	if err != nil {
-		if !apperr.Is(err, apperr.NotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			q.s.log.ErrorContext(q.ctx(), "oauth: reading a session failed", "err", err)
 		}
 		return store.OAuthPending{}, "", false
@@ -71,7 +71,7 @@ func (q *request) grants() {
 		return
 	}
 	if err := q.s.cfg.Store.DeleteOAuthPending(q.ctx(), p.ID); err != nil {
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			q.errorPage(errUnknownRequest.status, errUnknownRequest.title, "This sign-in was already used. Open the grants page again.")
 			return
 		}
@@ -110,7 +110,7 @@ func (q *request) renderGrants(sess store.OAuthPending, secret, notice string) {
 	now := q.s.now()
 	for _, a := range sess.Accounts {
 		gs, err := q.s.cfg.Store.ListOAuthGrants(q.ctx(), a.WorkspaceID, a.UserID)
-		if err != nil && !apperr.Is(err, apperr.NotFound) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			q.errorPageFor(q.internal("listed your grants", err), "")
 			return
 		}
@@ -152,7 +152,7 @@ func (q *request) grantsRevoke() {
 		return
 	}
 	g, err := q.s.cfg.Store.GetOAuthGrant(q.ctx(), id)
-	if err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		q.errorPageFor(q.internal("read the grant", err), "")
 		return
 	}

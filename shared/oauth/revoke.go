@@ -51,12 +51,12 @@ func (q *request) revoke() {
 	if grantID != "" {
 		g, err := q.s.cfg.Store.GetOAuthGrant(ctx, grantID)
 		switch {
-		case apperr.Is(err, apperr.NotFound):
+		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			q.jsonError(q.internal("read the grant", err))
 			return
 		case g.ClientID == c.ClientID:
-			if _, err := q.s.revokeGrant(ctx, g.ID, "client", q.event("")); err != nil && !apperr.Is(err, apperr.NotFound) {
+			if _, err := q.s.revokeGrant(ctx, g.ID, "client", q.event("")); err != nil && !errors.Is(err, store.ErrNotFound) {
 				q.jsonError(q.internal("revoked the grant", err))
 				return
 			}
@@ -72,13 +72,13 @@ func (q *request) grantOf(ctx context.Context, tok string) (string, error) {
 	switch {
 	case auth.ValidRefreshFormat(tok):
 		g, _, err := q.s.cfg.Store.GetOAuthGrantByRefresh(ctx, auth.Hash(tok))
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return "", nil
 		}
 		return g.ID, err
 	case strings.HasPrefix(tok, auth.AccessTokenPrefix) && auth.ValidFormat(tok):
 		rec, err := q.s.cfg.Tokens.GetTokenByHash(ctx, auth.Hash(tok))
-		if apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return "", nil
 		}
 		return rec.GrantID, err
@@ -104,7 +104,7 @@ func (s *Server) revokeGrant(ctx context.Context, grantID, by string, ev event) 
 	}
 	var errs []error
 	for _, id := range g.AccessTokenIDs {
-		if _, err := s.cfg.Tokens.UpdateTokenRevoked(ctx, id, now); err != nil && !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.cfg.Tokens.UpdateTokenRevoked(ctx, id, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}

@@ -2,13 +2,13 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/oauth/upstream"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -78,7 +78,7 @@ func (q *request) loadPending(id string, purposes ...string) (store.OAuthPending
 		return store.OAuthPending{}, &pageError{http.StatusBadRequest, "This link is not valid", "The request parameter is missing."}
 	}
 	p, err := q.s.cfg.Store.GetOAuthPending(q.ctx(), id)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return store.OAuthPending{}, errUnknownRequest
 	}
 	if err != nil {
@@ -133,7 +133,7 @@ func (q *request) signin() {
 		return
 	}
 	members, err := q.s.cfg.Store.ListMembers(q.ctx(), q.s.cfg.DevWorkspace)
-	if err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		q.errorPageFor(q.internal("listed the dev workspace's members", err), "")
 		return
 	}
@@ -271,7 +271,7 @@ func accounts(ms []store.Member) []store.OAuthAccount {
 
 // consume ends a pending request; losing a race to another consumer is fine here.
 func (q *request) consume(p store.OAuthPending) {
-	if err := q.s.cfg.Store.DeleteOAuthPending(context.WithoutCancel(q.ctx()), p.ID); err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err := q.s.cfg.Store.DeleteOAuthPending(context.WithoutCancel(q.ctx()), p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		q.s.log.WarnContext(q.ctx(), "oauth: ending an authorization request failed", "err", err)
 	}
 }
@@ -279,7 +279,7 @@ func (q *request) consume(p store.OAuthPending) {
 // pendingWriteFailed reports an UpdateOAuthPending failure: not_found means the
 // request expired or was answered meanwhile.
 func (q *request) pendingWriteFailed(err error) {
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		q.page(errUnknownRequest.status, "error", errorView{Title: errUnknownRequest.title, Message: errUnknownRequest.message})
 		return
 	}

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -203,7 +204,7 @@ func (q *request) token() {
 func (q *request) redeemCode(ctx context.Context, c client, t tokenRequest) (tokenResponse, *Error) {
 	now := q.s.now().UTC()
 	code, err := q.s.cfg.Store.ConsumeOAuthCode(ctx, auth.Hash(t.Code), now)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return tokenResponse{}, oerr(ErrInvalidGrant, "the authorization code is unknown or expired (codes live 60 seconds)")
 	}
 	if err != nil {
@@ -212,7 +213,7 @@ func (q *request) redeemCode(ctx context.Context, c client, t tokenRequest) (tok
 	if code.UsedAt != nil {
 		// RFC 6749 section 4.1.2: a code used twice was probably stolen; what it
 		// issued is revoked.
-		if _, err := q.s.revokeGrant(ctx, code.GrantID, "code_replay", q.event("")); err != nil && !apperr.Is(err, apperr.NotFound) {
+		if _, err := q.s.revokeGrant(ctx, code.GrantID, "code_replay", q.event("")); err != nil && !errors.Is(err, store.ErrNotFound) {
 			q.s.log.ErrorContext(ctx, "oauth: revoking the grant of a replayed code failed", "grant_id", code.GrantID, "err", err)
 		}
 		return tokenResponse{}, oerr(ErrInvalidGrant, "the authorization code was already used; as a precaution everything issued from it is revoked")
@@ -228,7 +229,7 @@ func (q *request) redeemCode(ctx context.Context, c client, t tokenRequest) (tok
 		return tokenResponse{}, oerr(ErrInvalidTarget, "resource must be "+code.Resource+" (the one authorized) or absent")
 	}
 	g, err := q.s.cfg.Store.GetOAuthGrant(ctx, code.GrantID)
-	if apperr.Is(err, apperr.NotFound) || err == nil && g.RevokedAt != nil {
+	if errors.Is(err, store.ErrNotFound) || err == nil && g.RevokedAt != nil {
 		return tokenResponse{}, oerr(ErrInvalidGrant, "the grant behind this code was revoked")
 	}
 	if err != nil {
@@ -256,7 +257,7 @@ func (q *request) refresh(ctx context.Context, c client, t tokenRequest) (tokenR
 	}
 	hash := auth.Hash(t.RefreshToken)
 	g, current, err := q.s.cfg.Store.GetOAuthGrantByRefresh(ctx, hash)
-	if apperr.Is(err, apperr.NotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return tokenResponse{}, oerr(ErrInvalidGrant, "the refresh token is unknown, expired or revoked")
 	}
 	if err != nil {
@@ -343,7 +344,7 @@ func (q *request) issue(ctx context.Context, g store.OAuthGrant, scopes []string
 	})
 	if err != nil {
 		q.revokeToken(tokenID)
-		if apperr.Is(err, apperr.Conflict) || apperr.Is(err, apperr.NotFound) {
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			if oldHash == "" {
 				return tokenResponse{}, "", oerr(ErrInvalidGrant, "the grant behind this code was revoked or already redeemed")
 			}

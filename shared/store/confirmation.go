@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 // Confirmations is the store side of human confirmation (shared/confirm): the
@@ -13,11 +11,11 @@ import (
 // state fail even when every other check passes.
 type Confirmations interface {
 	// DestructiveConfirmation is the workspace's policy: "flag", "elicit" or
-	// "require"; "flag" for a workspace that never set one. not_found when the
+	// "require"; "flag" for a workspace that never set one. ErrNotFound when the
 	// workspace does not exist.
 	DestructiveConfirmation(ctx context.Context, ws string) (string, error)
 	// SetDestructiveConfirmation stores the policy on the workspace record; the
-	// value is validated by the caller (confirm.ParsePolicy). not_found when the
+	// value is validated by the caller (confirm.ParsePolicy). ErrNotFound when the
 	// workspace does not exist.
 	SetDestructiveConfirmation(ctx context.Context, ws, policy string) error
 	// ConsumeConfirmationNonce records nonce as used until expires. A nonce already
@@ -27,10 +25,6 @@ type Confirmations interface {
 
 // DefaultDestructiveConfirmation is the policy of a workspace that set none.
 const DefaultDestructiveConfirmation = "flag"
-
-// ErrNonceUsed is the conflict ConsumeConfirmationNonce returns for a replay, this
-// very value (errors.Is); the caller reports it as confirmation_invalid.
-var ErrNonceUsed = apperr.New(apperr.Conflict, "this confirmation was already used")
 
 // WorkspaceSettings is a workspace with its settings, as an administrator lists
 // them. The JSON is the workspace's own fields plus destructive_confirmation.

@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 // Page sizes of every list (the catalog validates the same bounds).
@@ -67,11 +65,11 @@ func (f IssueFilter) Fingerprint(ws string) string {
 func EncodeCursor(fingerprint string, pos any) (string, error) {
 	p, err := json.Marshal(pos)
 	if err != nil {
-		return "", apperr.Internal(err)
+		return "", err
 	}
 	b, err := json.Marshal(cursorWire{V: cursorVersion, F: fingerprint, P: p})
 	if err != nil {
-		return "", apperr.Internal(err)
+		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
@@ -97,7 +95,7 @@ func DecodeCursor(cursor, fingerprint string, pos any) error {
 		return BadCursor()
 	}
 	if w.F != fingerprint {
-		return apperr.New(apperr.InvalidArguments, "cursor belongs to a different query; start again without a cursor")
+		return Invalid("cursor belongs to a different query; start again without a cursor")
 	}
 	pd := json.NewDecoder(bytes.NewReader(w.P))
 	pd.DisallowUnknownFields()
@@ -110,5 +108,39 @@ func DecodeCursor(cursor, fingerprint string, pos any) error {
 // BadCursor is the malformed-cursor error; a backend returns it too when a decoded
 // position is unusable, so every bad cursor reads the same.
 func BadCursor() error {
-	return apperr.New(apperr.InvalidArguments, "cursor is malformed; use next_cursor from a previous page")
+	return Invalid("cursor is malformed; use next_cursor from a previous page")
+}
+
+// IssuePos is the position a ListIssues cursor holds in the embedded backends (memory,
+// SQLite): the last issue returned, whose updated_at (unix nanos) and id order the
+// list, both descending.
+type IssuePos struct {
+	U int64  `json:"u"` // updated_at, unix nanos
+	I string `json:"i"` // id
+}
+
+// Before reports whether is sorts after p in the list order (updated_at, then id,
+// both descending), i.e. belongs on a later page.
+func (p IssuePos) Before(is Issue) bool {
+	u := is.UpdatedAt.UnixNano()
+	return u < p.U || (u == p.U && is.ID < p.I)
+}
+
+// IssuePosOf is the position after is, for the next page's cursor.
+func IssuePosOf(is Issue) IssuePos { return IssuePos{U: is.UpdatedAt.UnixNano(), I: is.ID} }
+
+// DecodeIssuePos returns the position cursor names for the query of fingerprint fp,
+// nil for the first page (no cursor); a cursor without an id is malformed.
+func DecodeIssuePos(cursor, fp string) (*IssuePos, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	pos := new(IssuePos)
+	if err := DecodeCursor(cursor, fp, pos); err != nil {
+		return nil, err
+	}
+	if pos.I == "" {
+		return nil, BadCursor()
+	}
+	return pos, nil
 }

@@ -2,10 +2,9 @@ package store
 
 import (
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
-
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 type testPos struct {
@@ -83,7 +82,7 @@ func TestDecodeCursorRejects(t *testing.T) {
 	for _, tc := range tests {
 		var p testPos
 		err := DecodeCursor(tc.cursor, fp, &p)
-		if apperr.CodeOf(err) != apperr.InvalidArguments || !strings.Contains(apperr.As(err).Message, tc.msgPart) {
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.msgPart) {
 			t.Errorf("%s: %v, want invalid_arguments mentioning %q", tc.name, err, tc.msgPart)
 		}
 	}
@@ -110,7 +109,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 			return
 		}
-		if apperr.CodeOf(err) != apperr.InvalidArguments {
+		if !errors.Is(err, ErrInvalid) {
 			t.Fatalf("cursor %q: %v, want invalid_arguments", cursor, err)
 		}
 	})

@@ -149,8 +149,9 @@ const (
 	OAuthPolicyAllowlist = "allowlist"
 )
 
-// OAuthStore is the authorization server's persistence. Errors are apperr values:
-// not_found for an unknown or expired record, conflict for a failed condition.
+// OAuthStore is the authorization server's persistence. Errors are the storage errors:
+// ErrNotFound for an unknown or expired record, ErrAlreadyExists for a taken id or
+// hash, ErrConflict for a failed condition.
 type OAuthStore interface {
 	CreateOAuthClient(ctx context.Context, c OAuthClient) error
 	GetOAuthClient(ctx context.Context, clientID string) (OAuthClient, error)

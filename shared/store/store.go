@@ -7,9 +7,10 @@
 //
 // Every method is scoped by workspace: the workspace comes from the caller's principal,
 // never from tool arguments, and an id that belongs to another workspace is reported as
-// not_found exactly like an id that does not exist.
+// ErrNotFound exactly like an id that does not exist.
 //
-// Backends: sqlite (embedded, local) and dynamo (AWS). Both pass storetest.
+// Backends: memory (tests), sqlite (embedded, local) and dynamo (AWS). All pass
+// storetest. Their errors are the storage errors of errors.go.
 package store
 
 import (
@@ -23,7 +24,7 @@ import (
 // Reader is every read the tools need.
 type Reader interface {
 	GetWorkspace(ctx context.Context, ws string) (Workspace, error)
-	// GetMember returns not_found when the user has no member record.
+	// GetMember returns ErrNotFound when the user has no member record.
 	GetMember(ctx context.Context, ws, user string) (Member, error)
 	GetAgent(ctx context.Context, ws, agent string) (Agent, error)
 	ListAgents(ctx context.Context, ws string) ([]Agent, error)
@@ -37,23 +38,17 @@ type Reader interface {
 	// ListUsage returns the counters of the days from..to inclusive (YYYY-MM-DD), ordered
 	// by date then tool, in one query whatever the span.
 	ListUsage(ctx context.Context, ws, from, to string) ([]UsageRow, error)
-	// GetIdempotency returns not_found when no record exists for the key.
+	// GetIdempotency returns ErrNotFound when no record exists for the key.
 	GetIdempotency(ctx context.Context, k IdempotencyKey) (IdempotencyRecord, error)
-	// GetTombstone returns the result of an earlier delete of an issue (by id or key;
-	// kind "issue") or a comment (by id; kind "comment"), with Replay=true and the Owner,
-	// while its tombstone lives; not_found otherwise. A repeated delete reads it instead
-	// of calling Delete* again, so that it can be judged (admin or owner) without ever
-	// deleting an item that appeared under the same key in the meantime.
-	GetTombstone(ctx context.Context, ws, kind, idOrKey string) (DeleteResult, error)
 }
 
 // Writer is every mutation. Method names start with Create, Update or Delete.
 type Writer interface {
-	// CreateWorkspace fails with conflict when the id exists.
+	// CreateWorkspace fails with ErrAlreadyExists when the id exists.
 	CreateWorkspace(ctx context.Context, w Workspace) (Workspace, error)
 	// UpdateMember creates or replaces a member record (the role).
 	UpdateMember(ctx context.Context, m Member) (Member, error)
-	// DeleteMember removes a member record; not_found when absent.
+	// DeleteMember removes a member record; ErrNotFound when absent.
 	DeleteMember(ctx context.Context, ws, user string) error
 	// CreateAgent creates or replaces an agent.
 	CreateAgent(ctx context.Context, a Agent) (Agent, error)
@@ -65,19 +60,23 @@ type Writer interface {
 	// UpdateIssue applies the patch. If every value in the patch already holds, nothing
 	// is written, the current issue is returned with changed=false, and ExpectedVersion
 	// is not checked (docs/architecture.md section 2: a repeat of an idempotent update succeeds). Otherwise
-	// a non-nil ExpectedVersion that differs from the stored version is conflict; on
+	// a non-nil ExpectedVersion that differs from the stored version is ErrVersionMismatch; on
 	// success the version is incremented and updated_at set.
 	UpdateIssue(ctx context.Context, ws, idOrKey string, p IssuePatch) (issue Issue, changed bool, err error)
 	// DeleteIssue deletes the issue, its comments and its key lookup, and leaves a
-	// tombstone. Deleting an id (or key) whose tombstone exists returns the original
-	// result with Replay=true. Otherwise a missing issue is not_found.
-	DeleteIssue(ctx context.Context, ws, idOrKey string) (DeleteResult, error)
+	// tombstone. Tombstones are resolved here and nowhere else: deleting an id (or
+	// key) whose tombstone lives returns the original result with Replay=true. allow
+	// judges both, the first delete and every repeat, by the owner (the issue's
+	// created_by, kept in the tombstone) before anything is written; its error is
+	// returned as it is. A missing issue is ErrNotFound, before allow is asked.
+	DeleteIssue(ctx context.Context, ws, idOrKey string, allow DeleteCheck) (DeleteResult, error)
 	// CreateComment adds a comment and increments the issue's comment_count (not its
 	// version). in.ID may be set by the caller; if empty the store generates one (ULID).
 	CreateComment(ctx context.Context, ws, issueIDOrKey string, in NewComment) (Comment, error)
 	// DeleteComment deletes a comment, decrements comment_count, and leaves a tombstone
-	// (repeat: original result with Replay=true).
-	DeleteComment(ctx context.Context, ws, commentID string) (DeleteResult, error)
+	// (repeat: original result with Replay=true); allow as in DeleteIssue, by the
+	// comment's author.
+	DeleteComment(ctx context.Context, ws, commentID string, allow DeleteCheck) (DeleteResult, error)
 
 	CreateAutopilotRun(ctx context.Context, ws string, r AutopilotRun) (AutopilotRun, error)
 	// UpdateAutopilotRun sets status, attempts, error and updated_at of an existing run.
@@ -90,7 +89,7 @@ type Writer interface {
 	UpdateUsage(ctx context.Context, u UsageIncrement) error
 
 	// CreateIdempotency claims the key: it stores rec with State "pending" and fails
-	// with conflict if any record for the key exists (the caller then reads it). With
+	// with ErrConflict if any record for the key exists (the caller then reads it). With
 	// rec.Supersedes set, the one record it names may be replaced too, atomically: see
 	// IdempotencyRecord.Supersedes. The claim's CreatedAt, stored exactly, is what
 	// names it to UpdateIdempotency and DeleteIdempotency: a caller that will settle
@@ -101,17 +100,17 @@ type Writer interface {
 	// claim, State "pending" and CreatedAt equal to rec.CreatedAt. A call that
 	// outlived its lease may have been taken over meanwhile (see Supersedes); then
 	// the record is the retry's, running or settled, and UpdateIdempotency leaves it
-	// as it is and fails with conflict. A key that holds nothing live of another call
-	// (released, or taken over and since expired) is not_found; a zero rec.CreatedAt
-	// is invalid_arguments. Whether a claim that itself expired (a day, far past any
+	// as it is and fails with ErrConflict. A key that holds nothing live of another call
+	// (released, or taken over and since expired) is ErrNotFound; a zero rec.CreatedAt
+	// is ErrInvalid. Whether a claim that itself expired (a day, far past any
 	// call) can still be settled is the backend's choice.
 	UpdateIdempotency(ctx context.Context, rec IdempotencyRecord) error
 	// DeleteIdempotency releases the caller's claim, the pending record created at
 	// createdAt, whose call failed, so a retry may run again. Like UpdateIdempotency it
-	// fails with conflict and leaves the record when the key holds another's (a
+	// fails with ErrConflict and leaves the record when the key holds another's (a
 	// retry's claim or completed result: deleting it would let the next retry repeat
 	// the effect). A key that holds no live record is released already: nil. A zero
-	// createdAt is invalid_arguments.
+	// createdAt is ErrInvalid.
 	DeleteIdempotency(ctx context.Context, k IdempotencyKey, createdAt time.Time) error
 
 	// UpdateRateCounter adds one to the counter named key in the window that starts at
@@ -289,10 +288,37 @@ type DeleteResult struct {
 	// Replay is true when the item was already deleted and the tombstone answered.
 	Replay bool `json:"-"`
 	// Owner is the deleted issue's created_by or the comment's author. Backends keep it
-	// in the tombstone and return it on every repeat, because a repeat is judged by the
-	// same permission rule as the first delete (admin or owner) and the item itself is
-	// gone by then.
+	// in the tombstone, because a repeat is judged by the same rule as the first delete
+	// (DeleteCheck) and the item itself is gone by then.
 	Owner string `json:"-"`
+}
+
+// DeleteCheck decides whether a delete may go ahead, given the owner of the item (or
+// of its tombstone, on a repeat). The store asks it in the delete itself, after it
+// has read the item or its tombstone and before it writes anything, so the item
+// judged is the item deleted, and no caller reads a tombstone beside the store; a
+// non-nil error is returned to the caller unchanged. A nil DeleteCheck allows
+// every delete (administration and tests).
+type DeleteCheck func(owner string) error
+
+// Allow reports c's decision for owner.
+func (c DeleteCheck) Allow(owner string) error {
+	if c == nil {
+		return nil
+	}
+	return c(owner)
+}
+
+// Replay judges a repeat answered by a tombstone: a backend passes its tombstone
+// lookup straight in, allow.Replay(tombstone(ws, id)), and returns what Replay does.
+func (c DeleteCheck) Replay(r DeleteResult, err error) (DeleteResult, error) {
+	if err == nil {
+		err = c.Allow(r.Owner)
+	}
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	return r, nil
 }
 
 // Autopilot run statuses.
@@ -360,10 +386,10 @@ type UsageIncrement struct {
 // the call counter always grows by one.
 func (u UsageIncrement) Counts() (denied, errs int64, err error) {
 	if u.WorkspaceID == "" {
-		return 0, 0, apperr.New(apperr.InvalidArguments, "usage needs a workspace")
+		return 0, 0, Invalid("usage needs a workspace")
 	}
 	if _, err := time.Parse(time.DateOnly, u.Date); err != nil {
-		return 0, 0, apperr.New(apperr.InvalidArguments, "usage date must be YYYY-MM-DD")
+		return 0, 0, Invalid("usage date must be YYYY-MM-DD")
 	}
 	switch apperr.Outcome(u.Outcome) {
 	case apperr.OutcomeSuccess:
@@ -373,7 +399,7 @@ func (u UsageIncrement) Counts() (denied, errs int64, err error) {
 	case apperr.OutcomeError:
 		return 0, 1, nil
 	}
-	return 0, 0, apperr.New(apperr.InvalidArguments, "usage outcome must be success, denied or error")
+	return 0, 0, Invalid("usage outcome must be success, denied or error")
 }
 
 // IdempotencyKey identifies one idempotency record: per workspace, user and tool.
@@ -405,7 +431,7 @@ type IdempotencyRecord struct {
 	// died, an expired record not yet swept), the one the caller read. The claim then
 	// replaces the stored record only if that is still this record, same State and
 	// CreatedAt, in one conditional write; if it changed meanwhile (another retry took
-	// the key over first, or the first call settled) the claim fails with conflict,
+	// the key over first, or the first call settled) the claim fails with ErrConflict,
 	// like any claim of a held key. A free key is claimed as without it.
 	Supersedes *IdempotencyRecord
 }

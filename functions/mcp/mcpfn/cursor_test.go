@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -87,7 +86,7 @@ func TestBuildSignsCursors(t *testing.T) {
 			switch {
 			case tc.ok && (err != nil || len(page.Issues) != 1):
 				t.Errorf("second page: %d issues, %v; want 1 issue", len(page.Issues), err)
-			case !tc.ok && apperr.CodeOf(err) != apperr.InvalidArguments:
+			case !tc.ok && !errors.Is(err, store.ErrInvalid):
 				t.Errorf("second page: %d issues, %v; want invalid_arguments", len(page.Issues), err)
 			}
 		})

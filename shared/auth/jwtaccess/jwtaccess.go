@@ -388,7 +388,7 @@ func (v *Verifier) checkClaims(c claims) error {
 func (v *Verifier) member(ctx context.Context, c claims) (store.Member, error) {
 	ms, err := v.cfg.Members.ListMembersByEmail(ctx, c.User)
 	if err != nil {
-		return store.Member{}, apperr.As(err)
+		return store.Member{}, apperr.Internal(err)
 	}
 	ws := v.cfg.Workspace
 	if v.cfg.WorkspaceClaim != "" {

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -37,7 +36,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	if r.ID == "" {
 		r.ID = store.NewULID()
 	} else if !validPart(r.ID) {
-		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id must not be empty or contain '#'")
+		return store.AutopilotRun{}, store.Invalid("run id must not be empty or contain '#'")
 	}
 	if checkWS(ws) != nil || !validPart(r.IssueID) {
 		return store.AutopilotRun{}, notFound("issue")
@@ -81,7 +80,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 			ExpressionAttributeValues: item{":n": avS(n)},
 		})
 		if conditionFailed(err) {
-			return store.AutopilotRun{}, apperr.New(apperr.Conflict, "autopilot run id already used")
+			return store.AutopilotRun{}, store.Errorf(store.ErrAlreadyExists, "autopilot run id already used")
 		}
 		if err != nil {
 			return store.AutopilotRun{}, fail(op, err)
@@ -141,10 +140,10 @@ func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.Autop
 func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	const op = "UpdateUsage"
 	if err := checkWS(u.WorkspaceID); err != nil {
-		return apperr.New(apperr.InvalidArguments, "usage needs a valid workspace")
+		return store.Invalid("usage needs a valid workspace")
 	}
 	if !validPart(u.Tool) {
-		return apperr.New(apperr.InvalidArguments, "usage needs a tool name without '#'")
+		return store.Invalid("usage needs a tool name without '#'")
 	}
 	denied, errs, err := u.Counts()
 	if err != nil {
@@ -154,7 +153,7 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	if ev == "" {
 		ev = nonce() // still guard the ADD against its own retry
 	} else if !validPart(ev) {
-		return apperr.New(apperr.InvalidArguments, "usage event id must not contain '#'")
+		return store.Invalid("usage event id must not contain '#'")
 	}
 	k := key(usagePK(u.WorkspaceID), usageSK(u.Date, u.Tool))
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -201,7 +200,7 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 	f, ferr := time.Parse(time.DateOnly, from)
 	t, terr := time.Parse(time.DateOnly, to)
 	if ferr != nil || terr != nil {
-		return nil, apperr.New(apperr.InvalidArguments, "dates must be YYYY-MM-DD")
+		return nil, store.Invalid("dates must be YYYY-MM-DD")
 	}
 	if checkWS(ws) != nil || t.Before(f) {
 		return rows, nil
@@ -256,7 +255,7 @@ func encodeIdem(rec store.IdempotencyRecord) item {
 // fails with conflict.
 func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
 	if !checkIdemKey(rec.IdempotencyKey) {
-		return apperr.New(apperr.InvalidArguments, "idempotency key parts must be non-empty and without '#'")
+		return store.Invalid("idempotency key parts must be non-empty and without '#'")
 	}
 	rec.CreatedAt = s.orNow(rec.CreatedAt)
 	if rec.State == "" {
@@ -281,7 +280,7 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 		ExpressionAttributeValues: values,
 	})
 	if conditionFailed(err) {
-		return apperr.New(apperr.Conflict, "idempotency key already claimed")
+		return store.Errorf(store.ErrConflict, "idempotency key already claimed")
 	}
 	return fail("CreateIdempotency", err)
 }
@@ -378,8 +377,8 @@ func (s *Store) notOurClaim(ctx context.Context, k store.IdempotencyKey, ifNone 
 	_, err := s.GetIdempotency(ctx, k)
 	switch {
 	case err == nil:
-		return apperr.New(apperr.Conflict, "idempotency key no longer holds this call's claim")
-	case apperr.Is(err, apperr.NotFound):
+		return store.Errorf(store.ErrConflict, "idempotency key no longer holds this call's claim")
+	case errors.Is(err, store.ErrNotFound):
 		return ifNone
 	default:
 		return err
@@ -387,7 +386,7 @@ func (s *Store) notOurClaim(ctx context.Context, k store.IdempotencyKey, ifNone 
 }
 
 func errZeroClaim() error {
-	return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
+	return store.Invalid("an idempotency claim is named by its created_at, which is zero")
 }
 
 // UpdateRateCounter implements store.Writer with one ADD. Unlike the other counters it
@@ -397,7 +396,7 @@ func errZeroClaim() error {
 // TTL removes old ones.
 func (s *Store) UpdateRateCounter(ctx context.Context, ws, k string, windowStart time.Time, window time.Duration) (int64, error) {
 	if checkWS(ws) != nil || k == "" || len(k) > 512 {
-		return 0, apperr.New(apperr.InvalidArguments, "rate counter needs a workspace and a key")
+		return 0, store.Invalid("rate counter needs a workspace and a key")
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),

@@ -70,10 +70,10 @@ func TestRoundTrips(t *testing.T) {
 			_, err := e.store.ListComments(ctx, ws, issue.ID, store.PageRequest{})
 			return err
 		}},
-		{"DeleteComment", 6, func() error { _, err := e.store.DeleteComment(ctx, ws, comment.ID); return err }},
-		{"DeleteComment repeat", 1, func() error { _, err := e.store.DeleteComment(ctx, ws, comment.ID); return err }},
-		{"DeleteIssue", 6, func() error { _, err := e.store.DeleteIssue(ctx, ws, issue.ID); return err }},
-		{"DeleteIssue repeat", 1, func() error { _, err := e.store.DeleteIssue(ctx, ws, issue.ID); return err }},
+		{"DeleteComment", 6, func() error { _, err := e.store.DeleteComment(ctx, ws, comment.ID, nil); return err }},
+		{"DeleteComment repeat", 1, func() error { _, err := e.store.DeleteComment(ctx, ws, comment.ID, nil); return err }},
+		{"DeleteIssue", 6, func() error { _, err := e.store.DeleteIssue(ctx, ws, issue.ID, nil); return err }},
+		{"DeleteIssue repeat", 1, func() error { _, err := e.store.DeleteIssue(ctx, ws, issue.ID, nil); return err }},
 		// One UpdateItem on the request path, one after it (the guard's cleanup,
 		// counted here because the loop drains the background work).
 		{"UpdateUsage", 2, func() error {

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -38,7 +37,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 	if in.ID == "" {
 		in.ID = store.NewULID()
 	} else if !validPart(in.ID) {
-		return store.Comment{}, apperr.New(apperr.InvalidArguments, "comment id must not be empty or contain '#'")
+		return store.Comment{}, store.Invalid("comment id must not be empty or contain '#'")
 	}
 	is, _, err := s.loadIssue(ctx, ws, issueIDOrKey, op)
 	if err != nil {
@@ -59,7 +58,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 			ExpressionAttributeValues: item{":n": avS(n)},
 		})
 		if conditionFailed(err) {
-			return store.Comment{}, apperr.New(apperr.Conflict, "comment id already used")
+			return store.Comment{}, store.Errorf(store.ErrAlreadyExists, "comment id already used")
 		}
 		if err != nil {
 			return store.Comment{}, fail(op, err)
@@ -232,7 +231,7 @@ const crashedAfter = 5 * time.Minute
 // older than crashedAfter), which finds the lookup item still there beside it: the
 // guard of (2) is cleared only after (3) (in the background, once this call has
 // returned), so whichever step the crash hit, the decrement happens exactly once.
-func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.DeleteResult, error) {
+func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	const op = "DeleteComment"
 	if checkWS(ws) != nil || !validPart(commentID) {
 		return store.DeleteResult{}, notFound("comment")
@@ -249,7 +248,7 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.
 	}
 	if ref == nil {
 		if replay {
-			return gone, nil
+			return allow.Replay(gone, nil)
 		}
 		return store.DeleteResult{}, notFound("comment")
 	}
@@ -257,6 +256,9 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.
 	issueID, author := d.str("issue_id"), d.str("author")
 	if d.err != nil || !validPart(issueID) {
 		return store.DeleteResult{}, fail(op, errors.Join(d.err, errors.New("comment lookup without issue id")))
+	}
+	if err := allow.Allow(author); err != nil {
+		return store.DeleteResult{}, err
 	}
 	res := gone
 	if replay && s.now().Sub(gone.DeletedAt) < crashedAfter {

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -52,7 +51,7 @@ func (s *Store) SetDestructiveConfirmation(ctx context.Context, ws, policy strin
 		return err
 	}
 	if policy == "" {
-		return apperr.New(apperr.InvalidArguments, "destructive confirmation policy is required")
+		return store.Invalid("destructive confirmation policy is required")
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -77,7 +76,7 @@ func (s *Store) ConsumeConfirmationNonce(ctx context.Context, ws, nonceValue str
 		return err
 	}
 	if !validPart(nonceValue) {
-		return apperr.New(apperr.InvalidArguments, "nonce is required and must not contain '#'")
+		return store.Invalid("nonce is required and must not contain '#'")
 	}
 	w := nonce()
 	it := key(confirmNoncePK(ws, nonceValue), skMeta)

@@ -66,7 +66,7 @@ func TestCrashedCommentDeleteIsFinished(t *testing.T) {
 	}
 	for _, st := range steps {
 		advance(st.advance)
-		res, err := s.DeleteComment(ctx, ws, cs[0].ID)
+		res, err := s.DeleteComment(ctx, ws, cs[0].ID, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}

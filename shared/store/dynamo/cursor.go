@@ -8,12 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 // A cursor is base64url(JSON) of the query's fingerprint and the ExclusiveStartKey of
@@ -43,7 +42,7 @@ func fingerprint(parts ...string) string {
 }
 
 func badCursor() error {
-	return apperr.New(apperr.InvalidArguments, "cursor is malformed; use next_cursor from a previous page")
+	return store.Invalid("cursor is malformed; use next_cursor from a previous page")
 }
 
 // mac is the HMAC of the cursor's content (v, f, k; map keys sorted by encoding/json).
@@ -61,7 +60,7 @@ func (s *Store) encodeCursor(fp string, k item) (string, error) {
 	for name, v := range k {
 		sv, ok := v.(*types.AttributeValueMemberS)
 		if !ok {
-			return "", apperr.Internal(errNonStringKey)
+			return "", errNonStringKey
 		}
 		b.K[name] = sv.Value
 	}
@@ -70,7 +69,7 @@ func (s *Store) encodeCursor(fp string, k item) (string, error) {
 	}
 	raw, err := json.Marshal(b)
 	if err != nil {
-		return "", apperr.Internal(err)
+		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(raw), nil
 }
@@ -104,7 +103,7 @@ func (s *Store) decodeCursor(c, fp string, attrs []string, ok keyCheck) (item, e
 		return nil, badCursor()
 	}
 	if b.F != fp {
-		return nil, apperr.New(apperr.InvalidArguments, "cursor belongs to a different query; start again without a cursor")
+		return nil, store.Invalid("cursor belongs to a different query; start again without a cursor")
 	}
 	names := slices.Sorted(maps.Keys(b.K))
 	want := slices.Sorted(slices.Values(attrs))

@@ -3,13 +3,13 @@ package dynamo
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 )
 
 // issueCheck is the key check ListIssues applies for workspace ws.
@@ -101,8 +101,8 @@ func TestCursor(t *testing.T) {
 				}
 				return
 			}
-			if code := apperr.CodeOf(err); code != apperr.InvalidArguments {
-				t.Errorf("decode = %v (code %q), want invalid_arguments", err, code)
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("decode = %v, want store.ErrInvalid", err)
 			}
 		})
 	}
@@ -124,8 +124,8 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, c string) {
 		k, err := s.decodeCursor(c, fp, issueListAttrs, issueCheck("ws_a"))
 		if err != nil {
-			if apperr.CodeOf(err) != apperr.InvalidArguments {
-				t.Fatalf("error code %q, want invalid_arguments", apperr.CodeOf(err))
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("error %v, want store.ErrInvalid", err)
 			}
 			return
 		}

@@ -31,7 +31,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/retry"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -119,17 +118,14 @@ func (s *Store) orNow(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// fail turns an SDK error into an apperr value: apperr values pass through, everything
-// else is internal_error (the SDK's text never reaches a client).
+// fail passes storage errors (shared/store) through and names the operation on every
+// other error, an SDK failure whose text must never reach a client (the guard maps it
+// to internal_error).
 func fail(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ae *apperr.Error
-	if errors.As(err, &ae) {
+	if err == nil || store.IsStorage(err) {
 		return err
 	}
-	return apperr.Internal(fmt.Errorf("dynamo %s: %w", op, err))
+	return fmt.Errorf("dynamo %s: %w", op, err)
 }
 
 // conditionFailed reports whether err is DynamoDB's ConditionalCheckFailedException.
@@ -146,7 +142,7 @@ func nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-func notFound(what string) error { return apperr.Newf(apperr.NotFound, "%s not found", what) }
+func notFound(what string) error { return store.NotFound(what) }
 
 // validPart reports whether s can be embedded in a key: non-empty, bounded, and free of
 // the '#' separator, so that no id can name a key outside the item kind it is used for.

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -150,7 +149,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		in.ID = store.NewIssueID()
 	} else {
 		if !store.ValidIssueID(in.ID) {
-			return store.Issue{}, apperr.New(apperr.InvalidArguments, "issue id must be a UUID")
+			return store.Issue{}, store.Invalid("issue id must be a UUID")
 		}
 		// A caller-chosen id: refuse one in use, or deleted (its tombstone keeps
 		// answering deletes; reusing the id would make that answer lie), before a
@@ -162,7 +161,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 			return store.Issue{}, err
 		}
 		if len(got) > 0 {
-			return store.Issue{}, apperr.New(apperr.Conflict, "issue id already used")
+			return store.Issue{}, store.Errorf(store.ErrAlreadyExists, "issue id already used")
 		}
 	}
 	created := s.orNow(in.CreatedAt)
@@ -195,7 +194,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		}
 		return s.putNewIssue(ctx, ws, is)
 	}
-	return store.Issue{}, apperr.Internal(errors.New("dynamo: could not allocate a free issue key"))
+	return store.Issue{}, errors.New("dynamo: could not allocate a free issue key")
 }
 
 // allocateIssueNumber adds one to the workspace's issue counter and returns the new
@@ -243,7 +242,7 @@ func (s *Store) allocateIssueNumber(ctx context.Context, ws, claim string) (stri
 		}
 		return prefix, n, nil
 	}
-	return "", 0, apperr.Internal(errors.New("dynamo: issue counter contended beyond retries"))
+	return "", 0, errors.New("dynamo: issue counter contended beyond retries")
 }
 
 // putNewIssue writes the issue item. The condition keeps an existing issue; when it
@@ -284,7 +283,7 @@ func (s *Store) putNewIssue(ctx context.Context, ws string, is store.Issue) (sto
 	}); derr != nil && !conditionFailed(derr) {
 		s.log.WarnContext(ctx, "dynamo: could not remove an orphan key item", "key", is.Key, "err", derr)
 	}
-	return store.Issue{}, apperr.New(apperr.Conflict, "issue id already used")
+	return store.Issue{}, store.Errorf(store.ErrAlreadyExists, "issue id already used")
 }
 
 // UpdateIssue implements store.Writer with optimistic locking: the write is
@@ -361,11 +360,11 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		// No expected version: the caller asked for last-writer-wins; apply the patch
 		// again on the fresh state.
 	}
-	return store.Issue{}, false, apperr.New(apperr.Conflict, "issue is being updated concurrently; retry")
+	return store.Issue{}, false, store.Errorf(store.ErrConflict, "issue is being updated concurrently; retry")
 }
 
 func staleVersion(cur store.Issue, expected int64) error {
-	return apperr.Newf(apperr.Conflict, "issue %s is at version %d, not %d; read it again and retry",
+	return store.Errorf(store.ErrVersionMismatch, "issue %s is at version %d, not %d; read it again and retry",
 		cur.Key, cur.Version, expected)
 }
 
@@ -432,7 +431,7 @@ func (s *Store) putTombstone(ctx context.Context, pk string, r store.DeleteResul
 		}
 		// Expired and swept between the two calls: try once more.
 	}
-	return store.DeleteResult{}, false, apperr.Internal(errors.New("dynamo: tombstone vanished twice"))
+	return store.DeleteResult{}, false, errors.New("dynamo: tombstone vanished twice")
 }
 
 // DeleteIssue implements store.Writer.
@@ -441,7 +440,7 @@ func (s *Store) putTombstone(ctx context.Context, pk string, r store.DeleteResul
 // the issue item last. Until the issue item goes, the issue is still found, so a delete
 // that crashed half way is finished by the next one (which reuses the tombstone's
 // result); once it has gone, the tombstone answers every repeat.
-func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.DeleteResult, error) {
+func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	const op = "DeleteIssue"
 	if err := checkWS(ws); err != nil {
 		return store.DeleteResult{}, notFound("issue")
@@ -463,7 +462,7 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.Dele
 				return store.DeleteResult{}, fail(op, err)
 			}
 			if ok {
-				return r, nil
+				return allow.Replay(r, nil)
 			}
 			return store.DeleteResult{}, notFound("issue")
 		}
@@ -482,7 +481,7 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.Dele
 			return store.DeleteResult{}, fail(op, err)
 		}
 		if ok {
-			return r, nil
+			return allow.Replay(r, nil)
 		}
 		return store.DeleteResult{}, notFound("issue")
 	}
@@ -492,6 +491,9 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.Dele
 	}
 	if reqKey != "" && is.Key != reqKey { // an orphan key item (see loadIssue)
 		return store.DeleteResult{}, notFound("issue")
+	}
+	if err := allow.Allow(is.CreatedBy); err != nil {
+		return store.DeleteResult{}, err
 	}
 	res := store.DeleteResult{Kind: "issue", ID: is.ID, DeletedAt: s.now().UTC(), Owner: is.CreatedBy}
 	// Concurrent deletes of one issue both run the cascade below: every step of it is

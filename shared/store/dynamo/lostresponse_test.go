@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -178,7 +178,7 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 				if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
 					return err
 				}
-				res, err := e.store.DeleteComment(ctx, f.ws, c.ID)
+				res, err := e.store.DeleteComment(ctx, f.ws, c.ID, nil)
 				if err == nil && (res.Replay || res.ID != c.ID) {
 					t.Errorf("DeleteComment = %+v", res)
 				}
@@ -258,7 +258,7 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 				return e.store.DeleteIdempotency(ctx, claim.IdempotencyKey, claim.CreatedAt)
 			},
 			check: func(t *testing.T, f fixture) {
-				if got, err := e.store.GetIdempotency(ctx, lostIdemKey(f)); !apperr.Is(err, apperr.NotFound) {
+				if got, err := e.store.GetIdempotency(ctx, lostIdemKey(f)); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("GetIdempotency = %+v, %v; want not_found after the release", got, err)
 				}
 			},

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -45,7 +44,7 @@ func (s *Store) putNew(ctx context.Context, it item, n, what, op string) error {
 		ExpressionAttributeValues: item{":now": avTime(s.now()), ":n": avS(n)},
 	})
 	if conditionFailed(err) {
-		return apperr.Newf(apperr.Conflict, "%s already exists", what)
+		return store.Errorf(store.ErrAlreadyExists, "%s already exists", what)
 	}
 	return fail(op, err)
 }
@@ -97,7 +96,7 @@ func (s *Store) clientLive(c store.OAuthClient) bool {
 func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) error {
 	const op = "CreateOAuthClient"
 	if !validPart(c.ClientID) {
-		return apperr.New(apperr.InvalidArguments, "client id is required and must not contain '#'")
+		return store.Invalid("client id is required and must not contain '#'")
 	}
 	c.CreatedAt = s.orNow(c.CreatedAt)
 	if c.LastUsedAt.IsZero() {
@@ -113,7 +112,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 		ExpressionAttributeValues: item{":cut": s.lapseCutoff(), ":n": avS(n)},
 	})
 	if conditionFailed(err) {
-		return apperr.New(apperr.Conflict, "client already exists")
+		return store.Errorf(store.ErrAlreadyExists, "client already exists")
 	}
 	return fail(op, err)
 }
@@ -285,10 +284,10 @@ func decodePending(it item) (store.OAuthPending, error) {
 
 func (s *Store) checkPending(p *store.OAuthPending) error {
 	if !validPart(p.ID) {
-		return apperr.New(apperr.InvalidArguments, "pending authorization id is required and must not contain '#'")
+		return store.Invalid("pending authorization id is required and must not contain '#'")
 	}
 	if p.ExpiresAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "pending authorization needs an expiry")
+		return store.Invalid("pending authorization needs an expiry")
 	}
 	p.CreatedAt = s.orNow(p.CreatedAt)
 	return nil
@@ -302,7 +301,7 @@ func (s *Store) CreateOAuthPending(ctx context.Context, p store.OAuthPending) er
 	}
 	err := s.putPending(ctx, p, oauthCreatable+" OR attribute_exists(consumed_by)")
 	if conditionFailed(err) {
-		return apperr.New(apperr.Conflict, "pending authorization already exists")
+		return store.Errorf(store.ErrAlreadyExists, "pending authorization already exists")
 	}
 	return fail("CreateOAuthPending", err)
 }
@@ -436,7 +435,7 @@ func decodeCode(it item) (store.OAuthCode, string, error) {
 // CreateOAuthCode implements store.OAuthStore.
 func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	if !validPart(c.Hash) || c.ExpiresAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "authorization code needs a hash and an expiry")
+		return store.Invalid("authorization code needs a hash and an expiry")
 	}
 	c.CreatedAt = s.orNow(c.CreatedAt)
 	return s.putNew(ctx, encodeCode(c), nonce(), "authorization code", "CreateOAuthCode")
@@ -511,7 +510,7 @@ func (s *Store) GetOAuthPolicy(ctx context.Context) (store.OAuthPolicy, error) {
 // item (last writer wins, and a resent put writes the same again).
 func (s *Store) UpdateOAuthPolicy(ctx context.Context, p store.OAuthPolicy) error {
 	if p.Mode != store.OAuthPolicyAny && p.Mode != store.OAuthPolicyAllowlist {
-		return apperr.Newf(apperr.InvalidArguments, "policy mode must be %q or %q", store.OAuthPolicyAny, store.OAuthPolicyAllowlist)
+		return store.Errorf(store.ErrInvalid, "policy mode must be %q or %q", store.OAuthPolicyAny, store.OAuthPolicyAllowlist)
 	}
 	it := key(oauthPolicyPK, skPolicy)
 	it["mode"], it["allowed"] = avS(p.Mode), avStrings(p.Allowed)

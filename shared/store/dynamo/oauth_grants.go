@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -106,7 +106,7 @@ func (s *Store) putRefresh(ctx context.Context, hash string, g store.OAuthGrant,
 		ExpressionAttributeValues: item{":n": avS(n)},
 	})
 	if conditionFailed(err) {
-		return apperr.New(apperr.Conflict, "refresh token already belongs to a grant")
+		return store.Errorf(store.ErrAlreadyExists, "refresh token already belongs to a grant")
 	}
 	return fail(op, err)
 }
@@ -151,13 +151,13 @@ func (s *Store) extendListEntry(ctx context.Context, g store.OAuthGrant, until t
 
 func checkGrant(g store.OAuthGrant) error {
 	if !validPart(g.ID) || g.ExpiresAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "grant needs an id without '#' and an expiry")
+		return store.Invalid("grant needs an id without '#' and an expiry")
 	}
 	if checkWS(g.WorkspaceID) != nil || !validPart(g.UserID) {
-		return apperr.New(apperr.InvalidArguments, "grant needs a workspace and a user without '#'")
+		return store.Invalid("grant needs a workspace and a user without '#'")
 	}
 	if g.RefreshHash != "" && !validPart(g.RefreshHash) {
-		return apperr.New(apperr.InvalidArguments, "refresh hash must not contain '#'")
+		return store.Invalid("refresh hash must not contain '#'")
 	}
 	return nil
 }
@@ -271,10 +271,10 @@ func (s *Store) GetOAuthGrantByRefresh(ctx context.Context, refreshHash string) 
 func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
 	const op = "UpdateOAuthGrantRotate"
 	if !validPart(r.GrantID) || !validPart(r.NewRefreshHash) || (r.OldRefreshHash != "" && !validPart(r.OldRefreshHash)) {
-		return store.OAuthGrant{}, apperr.New(apperr.InvalidArguments, "rotation needs a grant id and a new refresh hash, without '#'")
+		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash, without '#'")
 	}
 	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, apperr.New(apperr.InvalidArguments, "rotation must change the refresh hash")
+		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
 	}
 	r.At = s.orNow(r.At)
 	cur, listUntil, err := s.getGrant(ctx, r.GrantID, op)
@@ -285,10 +285,10 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 		return store.OAuthGrant{}, notFound("grant")
 	}
 	if cur.RevokedAt != nil {
-		return store.OAuthGrant{}, apperr.New(apperr.Conflict, "grant is revoked")
+		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
 	}
 	if cur.RefreshHash != r.OldRefreshHash {
-		return store.OAuthGrant{}, apperr.New(apperr.Conflict, "refresh token is no longer current")
+		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
 	}
 	g := *cur
 	if len(r.Scopes) > 0 {
@@ -307,8 +307,8 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 
 	n := nonce()
 	if err := s.putRefresh(ctx, r.NewRefreshHash, g, g.ExpiresAt, n, op); err != nil { // (1)
-		if apperr.Is(err, apperr.Conflict) {
-			return store.OAuthGrant{}, apperr.New(apperr.Conflict, "refresh token was used already")
+		if errors.Is(err, store.ErrAlreadyExists) {
+			return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token was used already")
 		}
 		return store.OAuthGrant{}, err
 	}
@@ -360,9 +360,9 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 		case now == nil || !now.CreatedAt.Equal(g.CreatedAt):
 			return store.OAuthGrant{}, notFound("grant")
 		case now.RevokedAt != nil:
-			return store.OAuthGrant{}, apperr.New(apperr.Conflict, "grant is revoked")
+			return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
 		default:
-			return store.OAuthGrant{}, apperr.New(apperr.Conflict, "refresh token is no longer current")
+			return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
 		}
 	}
 	if err != nil {

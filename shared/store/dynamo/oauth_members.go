@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -85,10 +84,10 @@ func emailLookupSK(ws, user string) string { return ws + "#" + user }
 func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
 	const op = "UpdateMember"
 	if !validPart(m.UserID) {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required and must not contain '#'")
+		return store.Member{}, store.Invalid("user id is required and must not contain '#'")
 	}
 	if !m.Role.Valid() {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
+		return store.Member{}, store.Invalid("role must be viewer, member or admin")
 	}
 	if err := checkWS(m.WorkspaceID); err != nil {
 		return store.Member{}, err
@@ -152,7 +151,7 @@ func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member,
 		got, err := decodeMember(m.WorkspaceID, out.Attributes)
 		return got, fail(op, err)
 	}
-	return store.Member{}, apperr.New(apperr.Conflict, "member is being changed concurrently; retry")
+	return store.Member{}, store.Errorf(store.ErrConflict, "member is being changed concurrently; retry")
 }
 
 // DeleteMember implements store.Writer.
@@ -208,7 +207,7 @@ func (s *Store) DeleteMember(ctx context.Context, ws, user string) error {
 		}
 		return nil
 	}
-	return apperr.New(apperr.Conflict, "member is being changed concurrently; retry")
+	return store.Errorf(store.ErrConflict, "member is being changed concurrently; retry")
 }
 
 func firstErr(errs ...error) error {

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
@@ -83,7 +83,7 @@ func TestOAuthLostResponseAppliesOnce(t *testing.T) {
 				mustOK(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, p))
 				mustOK(t, "DeleteOAuthPending whose response was lost", s.DeleteOAuthPending(ctx, p.ID))
 				return func(t *testing.T) {
-					if _, err := s.GetOAuthPending(ctx, p.ID); !apperr.Is(err, apperr.NotFound) {
+					if _, err := s.GetOAuthPending(ctx, p.ID); !errors.Is(err, store.ErrNotFound) {
 						t.Errorf("GetOAuthPending after the consumption: %v, want not_found", err)
 					}
 				}
@@ -168,7 +168,7 @@ func TestOAuthLostResponseAppliesOnce(t *testing.T) {
 				mustOK(t, "DeleteMember whose response was lost", s.DeleteMember(ctx, ws, "alice"))
 				return func(t *testing.T) {
 					wantByEmail(t, s, email)
-					if _, err := s.GetMember(ctx, ws, "alice"); !apperr.Is(err, apperr.NotFound) {
+					if _, err := s.GetMember(ctx, ws, "alice"); !errors.Is(err, store.ErrNotFound) {
 						t.Errorf("GetMember after delete: %v", err)
 					}
 				}
@@ -262,7 +262,7 @@ func TestOAuthRotationCrashPoints(t *testing.T) {
 			if got, current, err := s.GetOAuthGrantByRefresh(ctx, g.RefreshHash); err != nil || !current || got.ID != g.ID {
 				t.Errorf("old hash after the crash: current=%v %v, want current", current, err)
 			}
-			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("the crashed rotation's hash: %v, want not_found (it was never handed out)", err)
 			}
 			next := auth.Hash(oauthID("r"))
@@ -274,7 +274,7 @@ func TestOAuthRotationCrashPoints(t *testing.T) {
 			if _, current, err := s.GetOAuthGrantByRefresh(ctx, g.RefreshHash); err != nil || current {
 				t.Errorf("old hash after the real rotation: current=%v %v, want rotated", current, err)
 			}
-			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !apperr.Is(err, apperr.NotFound) {
+			if _, _, err := s.GetOAuthGrantByRefresh(ctx, lost); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("the crashed rotation's hash after a real one: %v, want not_found", err)
 			}
 		})
@@ -311,7 +311,7 @@ func TestOAuthRefreshHashOfAnEarlierGrant(t *testing.T) {
 	again := old
 	again.CreatedAt, again.LastUsedAt, again.ExpiresAt, again.RefreshHash = clock(), clock(), clock().Add(time.Hour), auth.Hash(oauthID("r"))
 	mustOK(t, "CreateOAuthGrant over the expired one", s.CreateOAuthGrant(ctx, again))
-	if _, _, err := s.GetOAuthGrantByRefresh(ctx, old.RefreshHash); !apperr.Is(err, apperr.NotFound) {
+	if _, _, err := s.GetOAuthGrantByRefresh(ctx, old.RefreshHash); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the expired grant's rotated hash: %v, want not_found", err)
 	}
 	if _, current, err := s.GetOAuthGrantByRefresh(ctx, again.RefreshHash); err != nil || !current {

@@ -2,13 +2,13 @@ package dynamo
 
 import (
 	"context"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
@@ -42,7 +42,7 @@ func decodeToken(it item) (auth.TokenRecord, error) {
 func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	const op = "CreateToken"
 	if !validPart(t.Hash) || !validPart(t.TokenID) || checkWS(t.WorkspaceID) != nil || !validPart(t.UserID) {
-		return apperr.New(apperr.InvalidArguments, "token needs a hash, id, workspace and user without '#'")
+		return store.Invalid("token needs a hash, id, workspace and user without '#'")
 	}
 	t.CreatedAt = s.orNow(t.CreatedAt)
 	n := nonce()
@@ -77,7 +77,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 			ExpressionAttributeValues: item{":n": avS(n)},
 		})
 		if conditionFailed(err) {
-			return apperr.New(apperr.Conflict, "a token with this id or secret exists")
+			return store.Errorf(store.ErrAlreadyExists, "a token with this id or secret exists")
 		}
 		return fail(op, err)
 	}

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -104,7 +104,7 @@ func TestCascadeDeleteRetriesUnprocessedItems(t *testing.T) {
 		comments = append(comments, c.ID)
 	}
 	e.calls.Reset()
-	res, err := e.store.DeleteIssue(ctx, ws, is.ID)
+	res, err := e.store.DeleteIssue(ctx, ws, is.ID, nil)
 	if err != nil || res.ID != is.ID || res.Replay {
 		t.Fatalf("DeleteIssue = %+v, %v", res, err)
 	}
@@ -113,11 +113,11 @@ func TestCascadeDeleteRetriesUnprocessedItems(t *testing.T) {
 	}
 	t.Logf("BatchWriteItem calls: %d, requests handed back as unprocessed: %d", e.calls.Calls()["BatchWriteItem"], hp.deferred.Load())
 	for _, id := range comments {
-		if _, err := e.store.GetComment(ctx, ws, id); !apperr.Is(err, apperr.NotFound) {
+		if _, err := e.store.GetComment(ctx, ws, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("GetComment(%s) after the cascade = %v, want not_found", id, err)
 		}
 	}
-	if _, err := e.store.GetIssue(ctx, ws, is.Key); !apperr.Is(err, apperr.NotFound) {
+	if _, err := e.store.GetIssue(ctx, ws, is.Key); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetIssue by key after delete = %v, want not_found", err)
 	}
 	// Gone, not merely unreachable: the issue's partition and the comment lookups are

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -37,10 +36,10 @@ func (s *Store) GetWorkspace(ctx context.Context, ws string) (store.Workspace, e
 // CreateWorkspace implements store.Writer.
 func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Workspace, error) {
 	if !validPart(w.ID) {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments, "workspace id is required and must not contain '#'")
+		return store.Workspace{}, store.Invalid("workspace id is required and must not contain '#'")
 	}
 	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments,
+		return store.Workspace{}, store.Invalid(
 			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
@@ -58,7 +57,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 		ExpressionAttributeValues: item{":n": avS(n)},
 	})
 	if conditionFailed(err) {
-		return store.Workspace{}, apperr.Newf(apperr.Conflict, "workspace %q already exists", w.ID)
+		return store.Workspace{}, store.Errorf(store.ErrAlreadyExists, "workspace %q already exists", w.ID)
 	}
 	if err != nil {
 		return store.Workspace{}, fail("CreateWorkspace", err)
@@ -168,7 +167,7 @@ func listInWorkspace[T any](ctx context.Context, s *Store, ws, prefix, op string
 // agent keeps its created_at.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) (store.Agent, error) {
 	if !validPart(a.ID) {
-		return store.Agent{}, apperr.New(apperr.InvalidArguments, "agent id is required and must not contain '#'")
+		return store.Agent{}, store.Invalid("agent id is required and must not contain '#'")
 	}
 	if err := checkWS(a.WorkspaceID); err != nil {
 		return store.Agent{}, err

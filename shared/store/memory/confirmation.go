@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -34,7 +33,7 @@ func (s *Store) DestructiveConfirmation(_ context.Context, ws string) (string, e
 // SetDestructiveConfirmation implements store.Confirmations.
 func (s *Store) SetDestructiveConfirmation(_ context.Context, ws, policy string) error {
 	if policy == "" {
-		return apperr.New(apperr.InvalidArguments, "destructive confirmation policy is required")
+		return store.Invalid("destructive confirmation policy is required")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,7 +49,7 @@ func (s *Store) SetDestructiveConfirmation(_ context.Context, ws, policy string)
 // replay; an expired one may be taken again, as the other backends' TTL allows.
 func (s *Store) ConsumeConfirmationNonce(_ context.Context, ws, nonce string, expires time.Time) error {
 	if ws == "" || nonce == "" {
-		return apperr.New(apperr.InvalidArguments, "workspace and nonce are required")
+		return store.Invalid("workspace and nonce are required")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,11 +2,11 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -45,7 +45,7 @@ func (s *Store) CreateIssue(_ context.Context, ws string, in store.NewIssue) (st
 	if in.ID == "" {
 		in.ID = store.NewIssueID()
 	} else if !store.ValidIssueID(in.ID) {
-		return store.Issue{}, apperr.New(apperr.InvalidArguments, "issue id must be a UUID")
+		return store.Issue{}, store.Invalid("issue id must be a UUID")
 	}
 	is := in.Issue(s.orNow(in.CreatedAt))
 	s.mu.Lock()
@@ -58,7 +58,7 @@ func (s *Store) CreateIssue(_ context.Context, ws string, in store.NewIssue) (st
 	_, live := w.issues[in.ID]
 	_, gone := w.tombs[tombKey{"issue", in.ID}]
 	if live || gone {
-		return store.Issue{}, apperr.New(apperr.Conflict, "issue id already used")
+		return store.Issue{}, store.Errorf(store.ErrAlreadyExists, "issue id already used")
 	}
 	w.seq++ // keys are never reused, not even after a delete
 	is.Key = store.IssueKey(w.w.Key, w.seq)
@@ -80,7 +80,7 @@ func (s *Store) UpdateIssue(_ context.Context, ws, idOrKey string, p store.Issue
 		return cur.Clone(), false, nil
 	}
 	if p.ExpectedVersion != nil && *p.ExpectedVersion != cur.Version {
-		return store.Issue{}, false, apperr.Newf(apperr.Conflict,
+		return store.Issue{}, false, store.Errorf(store.ErrVersionMismatch,
 			"issue %s is at version %d, not %d; read it again and retry", cur.Key, cur.Version, *p.ExpectedVersion)
 	}
 	next.Version = cur.Version + 1
@@ -89,14 +89,17 @@ func (s *Store) UpdateIssue(_ context.Context, ws, idOrKey string, p store.Issue
 	return next.Clone(), true, nil
 }
 
-func (s *Store) DeleteIssue(_ context.Context, ws, idOrKey string) (store.DeleteResult, error) {
+func (s *Store) DeleteIssue(_ context.Context, ws, idOrKey string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, cur, err := s.issue(ws, idOrKey)
-	if apperr.Is(err, apperr.NotFound) {
-		return s.issueTombstone(ws, idOrKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return allow.Replay(s.issueTombstone(ws, idOrKey))
 	}
 	if err != nil {
+		return store.DeleteResult{}, err
+	}
+	if err := allow.Allow(cur.CreatedBy); err != nil {
 		return store.DeleteResult{}, err
 	}
 	seq := w.seqs[cur.ID]
@@ -148,23 +151,6 @@ func tombResult(k tombKey, t tomb) store.DeleteResult {
 	return store.DeleteResult{Kind: k.kind, ID: k.id, DeletedAt: t.deleted, Owner: t.owner, Replay: true}
 }
 
-func (s *Store) GetTombstone(_ context.Context, ws, kind, idOrKey string) (store.DeleteResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch kind {
-	case "issue":
-		return s.issueTombstone(ws, idOrKey)
-	case "comment":
-		return s.commentTombstone(ws, idOrKey)
-	default:
-		return store.DeleteResult{}, apperr.Internal(errUnknownKind(kind))
-	}
-}
-
-type errUnknownKind string
-
-func (e errUnknownKind) Error() string { return "memory: GetTombstone of unknown kind " + string(e) }
-
 func (s *Store) commentTombstone(ws, id string) (store.DeleteResult, error) {
 	if w, ok := s.workspaces[ws]; ok {
 		k := tombKey{"comment", id}
@@ -175,37 +161,19 @@ func (s *Store) commentTombstone(ws, id string) (store.DeleteResult, error) {
 	return store.DeleteResult{}, notFound("comment")
 }
 
-type issuePos struct {
-	U int64  `json:"u"` // updated_at, unix nanos
-	I string `json:"i"` // id
-}
-
-// before reports whether is sorts after pos in the list order (updated_at, then id,
-// both descending), i.e. belongs on a later page.
-func (p issuePos) before(is store.Issue) bool {
-	u := is.UpdatedAt.UnixNano()
-	return u < p.U || (u == p.U && is.ID < p.I)
-}
-
 func (s *Store) ListIssues(_ context.Context, ws string, f store.IssueFilter) (store.IssuePage, error) {
 	limit := store.PageLimit(f.Limit)
 	fp := f.Fingerprint(ws)
-	var pos *issuePos
-	if f.Cursor != "" {
-		pos = new(issuePos)
-		if err := store.DecodeCursor(f.Cursor, fp, pos); err != nil {
-			return store.IssuePage{}, err
-		}
-		if pos.I == "" {
-			return store.IssuePage{}, store.BadCursor()
-		}
+	pos, err := store.DecodeIssuePos(f.Cursor, fp)
+	if err != nil {
+		return store.IssuePage{}, err
 	}
 	query := strings.ToLower(f.Query)
 	s.mu.Lock()
 	var all []store.Issue
 	if w, ok := s.workspaces[ws]; ok {
 		for _, is := range w.issues {
-			if matches(is, f, query) && (pos == nil || pos.before(is)) {
+			if matches(is, f, query) && (pos == nil || pos.Before(is)) {
 				all = append(all, is)
 			}
 		}
@@ -223,7 +191,7 @@ func (s *Store) ListIssues(_ context.Context, ws string, f store.IssueFilter) (s
 	s.mu.Unlock()
 	if len(all) > limit {
 		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, issuePos{U: last.UpdatedAt.UnixNano(), I: last.ID})
+		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
 		if err != nil {
 			return store.IssuePage{}, err
 		}
@@ -300,7 +268,7 @@ func (s *Store) ListComments(_ context.Context, ws, issueIDOrKey string, p store
 	}
 	s.mu.Unlock()
 	if pos != nil && pos.Iss != is.ID {
-		return store.CommentPage{}, apperr.New(apperr.InvalidArguments,
+		return store.CommentPage{}, store.Invalid(
 			"cursor belongs to a different query; start again without a cursor")
 	}
 	slices.SortFunc(all, func(a, b store.Comment) int {
@@ -328,7 +296,7 @@ func (s *Store) CreateComment(_ context.Context, ws, issueIDOrKey string, in sto
 	if in.ID == "" {
 		in.ID = store.NewULID()
 	} else if len(in.ID) > maxCallerID {
-		return store.Comment{}, apperr.New(apperr.InvalidArguments, "comment id is too long")
+		return store.Comment{}, store.Invalid("comment id is too long")
 	}
 	c := store.Comment{ID: in.ID, Author: in.Author, Body: in.Body, CreatedAt: s.orNow(in.CreatedAt)}
 	s.mu.Lock()
@@ -340,7 +308,7 @@ func (s *Store) CreateComment(_ context.Context, ws, issueIDOrKey string, in sto
 	_, live := w.comments[c.ID]
 	_, gone := w.tombs[tombKey{"comment", c.ID}]
 	if live || gone {
-		return store.Comment{}, apperr.New(apperr.Conflict, "comment id already used")
+		return store.Comment{}, store.Errorf(store.ErrAlreadyExists, "comment id already used")
 	}
 	c.IssueID = is.ID
 	w.comments[c.ID] = c
@@ -349,7 +317,7 @@ func (s *Store) CreateComment(_ context.Context, ws, issueIDOrKey string, in sto
 	return c, nil
 }
 
-func (s *Store) DeleteComment(_ context.Context, ws, commentID string) (store.DeleteResult, error) {
+func (s *Store) DeleteComment(_ context.Context, ws, commentID string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.workspaces[ws]
@@ -358,7 +326,10 @@ func (s *Store) DeleteComment(_ context.Context, ws, commentID string) (store.De
 	}
 	c, ok := w.comments[commentID]
 	if !ok {
-		return s.commentTombstone(ws, commentID)
+		return allow.Replay(s.commentTombstone(ws, commentID))
+	}
+	if err := allow.Allow(c.Author); err != nil {
+		return store.DeleteResult{}, err
 	}
 	delete(w.comments, commentID)
 	if is, ok := w.issues[c.IssueID]; ok {
@@ -374,7 +345,7 @@ func (s *Store) DeleteComment(_ context.Context, ws, commentID string) (store.De
 
 func validIdemKey(k store.IdempotencyKey) error {
 	if k.WorkspaceID == "" || k.Tool == "" || k.KeyHash == "" {
-		return apperr.New(apperr.InvalidArguments, "idempotency key needs workspace, tool and key hash")
+		return store.Invalid("idempotency key needs workspace, tool and key hash")
 	}
 	return nil
 }
@@ -384,13 +355,13 @@ func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
 		return err
 	}
 	if createdAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
+		return store.Invalid("an idempotency claim is named by its created_at, which is zero")
 	}
 	return nil
 }
 
 func errNotOurClaim() error {
-	return apperr.New(apperr.Conflict, "idempotency key no longer holds this call's claim")
+	return store.Errorf(store.ErrConflict, "idempotency key no longer holds this call's claim")
 }
 
 func cloneIdem(r store.IdempotencyRecord) store.IdempotencyRecord {
@@ -431,7 +402,7 @@ func (s *Store) CreateIdempotency(_ context.Context, rec store.IdempotencyRecord
 		sup := rec.Supersedes
 		taken := sup != nil && sup.State != "" && cur.State == sup.State && cur.CreatedAt.Equal(sup.CreatedAt)
 		if cur.ExpiresAt.After(s.now()) && !taken {
-			return apperr.New(apperr.Conflict, "idempotency key already in use")
+			return store.Errorf(store.ErrConflict, "idempotency key already in use")
 		}
 	}
 	s.idem[rec.IdempotencyKey] = cloneIdem(rec)

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -111,7 +110,7 @@ type rateKey struct {
 	start   int64
 }
 
-func notFound(what string) error { return apperr.Newf(apperr.NotFound, "%s not found", what) }
+func notFound(what string) error { return store.NotFound(what) }
 
 func (s *Store) orNow(t time.Time) time.Time {
 	if t.IsZero() {
@@ -134,17 +133,17 @@ func (s *Store) GetWorkspace(_ context.Context, ws string) (store.Workspace, err
 
 func (s *Store) CreateWorkspace(_ context.Context, w store.Workspace) (store.Workspace, error) {
 	if w.ID == "" {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments, "workspace id is required")
+		return store.Workspace{}, store.Invalid("workspace id is required")
 	}
 	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments,
+		return store.Workspace{}, store.Invalid(
 			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.workspaces[w.ID]; ok {
-		return store.Workspace{}, apperr.Newf(apperr.Conflict, "workspace %q already exists", w.ID)
+		return store.Workspace{}, store.Errorf(store.ErrAlreadyExists, "workspace %q already exists", w.ID)
 	}
 	s.workspaces[w.ID] = &workspace{
 		w:        w,
@@ -173,10 +172,10 @@ func (s *Store) GetMember(_ context.Context, ws, user string) (store.Member, err
 
 func (s *Store) UpdateMember(_ context.Context, m store.Member) (store.Member, error) {
 	if m.UserID == "" {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required")
+		return store.Member{}, store.Invalid("user id is required")
 	}
 	if !m.Role.Valid() {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
+		return store.Member{}, store.Invalid("role must be viewer, member or admin")
 	}
 	m.CreatedAt = s.orNow(m.CreatedAt)
 	m.Email = strings.ToLower(m.Email)
@@ -233,7 +232,7 @@ func (s *Store) ListAgents(_ context.Context, ws string) ([]store.Agent, error) 
 
 func (s *Store) CreateAgent(_ context.Context, a store.Agent) (store.Agent, error) {
 	if a.ID == "" {
-		return store.Agent{}, apperr.New(apperr.InvalidArguments, "agent id is required")
+		return store.Agent{}, store.Invalid("agent id is required")
 	}
 	a.CreatedAt = s.orNow(a.CreatedAt)
 	s.mu.Lock()
@@ -265,7 +264,7 @@ func cloneToken(t auth.TokenRecord) auth.TokenRecord {
 
 func (s *Store) CreateToken(_ context.Context, t auth.TokenRecord) error {
 	if t.Hash == "" || t.TokenID == "" {
-		return apperr.New(apperr.InvalidArguments, "token needs a hash and an id")
+		return store.Invalid("token needs a hash and an id")
 	}
 	t = cloneToken(t)
 	t.CreatedAt = s.orNow(t.CreatedAt)
@@ -277,7 +276,7 @@ func (s *Store) CreateToken(_ context.Context, t auth.TokenRecord) error {
 	_, dupHash := s.tokens[t.Hash]
 	_, dupID := s.tokenIDs[t.TokenID]
 	if dupHash || dupID {
-		return apperr.New(apperr.Conflict, "token already exists")
+		return store.Errorf(store.ErrAlreadyExists, "token already exists")
 	}
 	s.tokens[t.Hash] = t
 	s.tokenIDs[t.TokenID] = t.Hash
@@ -332,7 +331,7 @@ func (s *Store) UpdateTokenRevoked(_ context.Context, tokenID string, at time.Ti
 
 func (s *Store) CreateAutopilotRun(_ context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
 	if len(r.ID) > maxCallerID {
-		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id is too long")
+		return store.AutopilotRun{}, store.Invalid("run id is too long")
 	}
 	r = r.WithDefaults(s.now())
 	s.mu.Lock()
@@ -342,7 +341,7 @@ func (s *Store) CreateAutopilotRun(_ context.Context, ws string, r store.Autopil
 		return store.AutopilotRun{}, err
 	}
 	if _, ok := w.runs[r.ID]; ok {
-		return store.AutopilotRun{}, apperr.New(apperr.Conflict, "run id already used")
+		return store.AutopilotRun{}, store.Errorf(store.ErrAlreadyExists, "run id already used")
 	}
 	r.IssueID, r.IssueKey = is.ID, is.Key
 	w.runs[r.ID] = r
@@ -399,10 +398,10 @@ func (s *Store) UpdateUsage(_ context.Context, u store.UsageIncrement) error {
 
 func (s *Store) ListUsage(_ context.Context, ws, from, to string) ([]store.UsageRow, error) {
 	if !validDate(from) || !validDate(to) {
-		return nil, apperr.New(apperr.InvalidArguments, "dates must be YYYY-MM-DD")
+		return nil, store.Invalid("dates must be YYYY-MM-DD")
 	}
 	if from > to {
-		return nil, apperr.New(apperr.InvalidArguments, "from must not be after to")
+		return nil, store.Invalid("from must not be after to")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -423,7 +422,7 @@ func (s *Store) ListUsage(_ context.Context, ws, from, to string) ([]store.Usage
 
 func (s *Store) UpdateRateCounter(_ context.Context, ws, key string, windowStart time.Time, window time.Duration) (int64, error) {
 	if window <= 0 {
-		return 0, apperr.New(apperr.InvalidArguments, "rate window must be positive")
+		return 0, store.Invalid("rate window must be positive")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -99,7 +98,7 @@ func (s *Store) ListComments(ctx context.Context, ws, issueIDOrKey string, p sto
 		return store.CommentPage{}, notFound("issue")
 	}
 	if p.Cursor != "" && pos.Iss != issueID {
-		return store.CommentPage{}, apperr.New(apperr.InvalidArguments, "cursor belongs to a different query; start again without a cursor")
+		return store.CommentPage{}, store.Invalid("cursor belongs to a different query; start again without a cursor")
 	}
 	if more {
 		last := page.Comments[len(page.Comments)-1]
@@ -117,7 +116,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 	if in.ID == "" {
 		in.ID = store.NewULID()
 	} else if len(in.ID) > maxCallerID {
-		return store.Comment{}, apperr.New(apperr.InvalidArguments, "comment id is too long")
+		return store.Comment{}, store.Invalid("comment id is too long")
 	}
 	c := store.Comment{ID: in.ID, Author: in.Author, Body: in.Body, CreatedAt: s.orNow(in.CreatedAt)}
 	err := s.write(ctx, func(x q) error {
@@ -129,7 +128,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		var gone int
 		err = x.queryRow(`SELECT 1 FROM tombstones WHERE workspace_id = ? AND kind = 'comment' AND id = ?`, ws, c.ID).Scan(&gone)
 		if err == nil {
-			return apperr.New(apperr.Conflict, "comment id already used")
+			return store.Errorf(store.ErrAlreadyExists, "comment id already used")
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -137,7 +136,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		_, err = x.exec(`INSERT INTO comments (workspace_id, id, issue_id, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			ws, c.ID, c.IssueID, c.Author, c.Body, nanos(c.CreatedAt))
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "comment id already used")
+			return store.Errorf(store.ErrAlreadyExists, "comment id already used")
 		}
 		if err != nil {
 			return err
@@ -153,24 +152,21 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 
 // DeleteComment implements store.Writer. Comments removed with their issue have no
 // tombstone of their own: no delete_comment ever answered for them.
-func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.DeleteResult, error) {
+func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	var out store.DeleteResult
+	var refused error
+	allow = keepRefusal(allow, &refused)
 	err := s.write(ctx, func(x q) error {
 		var issueID, author string
 		err := x.queryRow(`SELECT issue_id, author FROM comments WHERE workspace_id = ? AND id = ?`, ws, commentID).Scan(&issueID, &author)
 		if errors.Is(err, sql.ErrNoRows) {
-			out = store.DeleteResult{Kind: "comment", Replay: true}
-			var deleted int64
-			err := x.queryRow(`SELECT id, owner, deleted_at FROM tombstones
-				WHERE workspace_id = ? AND kind = 'comment' AND id = ? AND expires_at > ?`,
-				ws, commentID, nanos(s.now())).Scan(&out.ID, &out.Owner, &deleted)
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("comment")
-			}
-			out.DeletedAt = fromNanos(deleted)
+			out, err = allow.Replay(s.commentTombstone(x, ws, commentID))
 			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := allow.Allow(author); err != nil {
 			return err
 		}
 		if _, err := x.exec(`DELETE FROM comments WHERE workspace_id = ? AND id = ?`, ws, commentID); err != nil {
@@ -188,6 +184,9 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string) (store.
 		out = store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: now, Owner: author}
 		return nil
 	})
+	if refused != nil {
+		return store.DeleteResult{}, refused
+	}
 	if err != nil {
 		return store.DeleteResult{}, err
 	}

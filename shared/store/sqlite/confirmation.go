@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -31,7 +30,7 @@ func (s *Store) DestructiveConfirmation(ctx context.Context, ws string) (string,
 // SetDestructiveConfirmation implements store.Confirmations.
 func (s *Store) SetDestructiveConfirmation(ctx context.Context, ws, policy string) error {
 	if policy == "" {
-		return apperr.New(apperr.InvalidArguments, "destructive confirmation policy is required")
+		return store.Invalid("destructive confirmation policy is required")
 	}
 	return s.write(ctx, func(x q) error {
 		res, err := x.exec(`UPDATE workspaces SET destructive_confirmation = ? WHERE id = ?`, policy, ws)
@@ -52,7 +51,7 @@ func (s *Store) SetDestructiveConfirmation(ctx context.Context, ws, policy strin
 // RowsAffected reports as 0.
 func (s *Store) ConsumeConfirmationNonce(ctx context.Context, ws, nonce string, expires time.Time) error {
 	if ws == "" || nonce == "" {
-		return apperr.New(apperr.InvalidArguments, "workspace and nonce are required")
+		return store.Invalid("workspace and nonce are required")
 	}
 	now := nanos(s.orNow(time.Time{}))
 	// The read cache holds no nonces, so this write need not empty it.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -22,10 +21,10 @@ func validDate(d string) bool {
 // increments still queued in this process are committed.
 func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
 	if !validDate(from) || !validDate(to) {
-		return nil, apperr.New(apperr.InvalidArguments, "dates must be YYYY-MM-DD")
+		return nil, store.Invalid("dates must be YYYY-MM-DD")
 	}
 	if from > to {
-		return nil, apperr.New(apperr.InvalidArguments, "from must not be after to")
+		return nil, store.Invalid("from must not be after to")
 	}
 	// Read your writes: increments this process has accepted are committed first.
 	if err := s.FlushUsage(ctx); err != nil {
@@ -54,7 +53,7 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 // UpdateRateCounter implements store.Writer.
 func (s *Store) UpdateRateCounter(ctx context.Context, ws, key string, windowStart time.Time, window time.Duration) (int64, error) {
 	if window <= 0 {
-		return 0, apperr.New(apperr.InvalidArguments, "rate window must be positive")
+		return 0, store.Invalid("rate window must be positive")
 	}
 	var n int64
 	err := s.writeCounters(ctx, func(x q) error {
@@ -67,7 +66,7 @@ func (s *Store) UpdateRateCounter(ctx context.Context, ws, key string, windowSta
 
 func validIdemKey(k store.IdempotencyKey) error {
 	if k.WorkspaceID == "" || k.Tool == "" || k.KeyHash == "" {
-		return apperr.New(apperr.InvalidArguments, "idempotency key needs workspace, tool and key hash")
+		return store.Invalid("idempotency key needs workspace, tool and key hash")
 	}
 	return nil
 }
@@ -129,7 +128,7 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, rec.State, rec.ArgsDigest, slices.Clip(rec.Result),
 			rec.ResourceID, nanos(rec.CreatedAt), nanos(rec.ExpiresAt))
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "idempotency key already in use")
+			return store.Errorf(store.ErrConflict, "idempotency key already in use")
 		}
 		return err
 	})
@@ -186,7 +185,7 @@ func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
 		return err
 	}
 	if createdAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "an idempotency claim is named by its created_at, which is zero")
+		return store.Invalid("an idempotency claim is named by its created_at, which is zero")
 	}
 	return nil
 }
@@ -224,5 +223,5 @@ func liveIdem(x q, k store.IdempotencyKey, now int64) (bool, error) {
 }
 
 func errNotOurClaim() error {
-	return apperr.New(apperr.Conflict, "idempotency key no longer holds this call's claim")
+	return store.Errorf(store.ErrConflict, "idempotency key no longer holds this call's claim")
 }

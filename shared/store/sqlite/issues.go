@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -178,12 +177,12 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 	if in.ID == "" {
 		in.ID = store.NewIssueID()
 	} else if !store.ValidIssueID(in.ID) {
-		return store.Issue{}, apperr.New(apperr.InvalidArguments, "issue id must be a UUID")
+		return store.Issue{}, store.Invalid("issue id must be a UUID")
 	}
 	created := s.orNow(in.CreatedAt)
 	labels, err := labelsJSON(in.Labels)
 	if err != nil {
-		return store.Issue{}, apperr.Internal(err)
+		return store.Issue{}, err
 	}
 	is := in.Issue(created)
 	err = s.write(ctx, func(x q) error {
@@ -202,7 +201,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		var gone int
 		err = x.queryRow(`SELECT 1 FROM tombstones WHERE workspace_id = ? AND kind = 'issue' AND id = ?`, ws, in.ID).Scan(&gone)
 		if err == nil {
-			return apperr.New(apperr.Conflict, "issue id already used")
+			return store.Errorf(store.ErrAlreadyExists, "issue id already used")
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -214,7 +213,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 			ws, is.ID, seq, is.Key, is.Title, is.Description, fold(is.Title), fold(is.Description),
 			is.Status, is.Priority, labels, is.CreatedBy, nanos(created), nanos(created))
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "issue id already used")
+			return store.Errorf(store.ErrAlreadyExists, "issue id already used")
 		}
 		if err != nil {
 			return err
@@ -244,7 +243,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 			return nil
 		}
 		if p.ExpectedVersion != nil && *p.ExpectedVersion != cur.Version {
-			return apperr.Newf(apperr.Conflict, "issue %s is at version %d, not %d; read it again and retry",
+			return store.Errorf(store.ErrVersionMismatch, "issue %s is at version %d, not %d; read it again and retry",
 				cur.Key, cur.Version, *p.ExpectedVersion)
 		}
 		next.Version = cur.Version + 1
@@ -285,15 +284,20 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 
 // DeleteIssue implements store.Writer. Comments, labels and autopilot runs go with the
 // issue (foreign-key cascade); the key lookup goes with the row.
-func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.DeleteResult, error) {
+func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	var out store.DeleteResult
+	var refused error
+	allow = keepRefusal(allow, &refused)
 	err := s.write(ctx, func(x q) error {
 		cur, seq, err := getIssue(x, ws, idOrKey)
-		if apperr.Is(err, apperr.NotFound) {
-			out, err = s.issueTombstone(x, ws, idOrKey)
+		if errors.Is(err, store.ErrNotFound) {
+			out, err = allow.Replay(s.issueTombstone(x, ws, idOrKey))
 			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := allow.Allow(cur.CreatedBy); err != nil {
 			return err
 		}
 		if _, err := x.exec(`DELETE FROM issues WHERE workspace_id = ? AND id = ?`, ws, cur.ID); err != nil {
@@ -307,6 +311,9 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string) (store.Dele
 		out = store.DeleteResult{Kind: "issue", ID: cur.ID, DeletedAt: now, Owner: cur.CreatedBy}
 		return nil
 	})
+	if refused != nil {
+		return store.DeleteResult{}, refused
+	}
 	if err != nil {
 		return store.DeleteResult{}, err
 	}
@@ -338,26 +345,14 @@ func (s *Store) issueTombstone(x q, ws, idOrKey string) (store.DeleteResult, err
 	return res, nil
 }
 
-// issuePos is the position of a ListIssues cursor: the last issue returned.
-type issuePos struct {
-	U int64  `json:"u"` // updated_at, unix nanos
-	I string `json:"i"` // id
-}
-
 // ListIssues implements store.Reader: newest updated first, ties by id, keyset
 // pagination.
 func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) (store.IssuePage, error) {
 	limit := store.PageLimit(f.Limit)
 	fp := f.Fingerprint(ws)
-	var pos *issuePos
-	if f.Cursor != "" {
-		pos = new(issuePos)
-		if err := store.DecodeCursor(f.Cursor, fp, pos); err != nil {
-			return store.IssuePage{}, err
-		}
-		if pos.I == "" {
-			return store.IssuePage{}, store.BadCursor()
-		}
+	pos, err := store.DecodeIssuePos(f.Cursor, fp)
+	if err != nil {
+		return store.IssuePage{}, err
 	}
 	query, args := listIssuesQuery(ws, f, pos, limit+1)
 	rows, err := s.read(ctx).query(query, args...)
@@ -383,7 +378,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 	}
 	if more {
 		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, issuePos{U: nanos(last.UpdatedAt), I: last.ID})
+		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
 		if err != nil {
 			return store.IssuePage{}, err
 		}
@@ -397,7 +392,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 // in list order (a test checks the query plans): issues_by_status or
 // issues_by_assignee when those filter, issue_labels_by_updated for a label, else
 // issues_by_updated. Only the substring query has to test rows one by one.
-func listIssuesQuery(ws string, f store.IssueFilter, pos *issuePos, limit int) (string, []any) {
+func listIssuesQuery(ws string, f store.IssueFilter, pos *store.IssuePos, limit int) (string, []any) {
 	var sb strings.Builder
 	var args []any
 	order := `i.updated_at DESC, i.id DESC`

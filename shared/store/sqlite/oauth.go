@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -78,7 +77,7 @@ func (s *Store) lapseCutoff() int64 { return s.now().Add(-store.OAuthClientLapse
 // which defaults to now.
 func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) error {
 	if c.ClientID == "" {
-		return apperr.New(apperr.InvalidArguments, "client id is required")
+		return store.Invalid("client id is required")
 	}
 	c.CreatedAt = s.orNow(c.CreatedAt)
 	if c.LastUsedAt.IsZero() {
@@ -86,11 +85,11 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	}
 	redirects, err := stringsJSON(c.RedirectURIs)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	grants, err := stringsJSON(c.GrantTypes)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return s.writeCounters(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_clients (`+clientCols+`)
@@ -106,7 +105,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 // no row written means a live record holds the key.
 func oneOrConflict(res sql.Result, err error, what string) error {
 	if isUnique(err) {
-		return apperr.Newf(apperr.Conflict, "%s already exists", what)
+		return store.Errorf(store.ErrAlreadyExists, "%s already exists", what)
 	}
 	if err != nil {
 		return err
@@ -116,7 +115,7 @@ func oneOrConflict(res sql.Result, err error, what string) error {
 		return err
 	}
 	if n == 0 {
-		return apperr.Newf(apperr.Conflict, "%s already exists", what)
+		return store.Errorf(store.ErrAlreadyExists, "%s already exists", what)
 	}
 	return nil
 }
@@ -206,15 +205,15 @@ func scanPending(r scanner) (store.OAuthPending, error) {
 // pendingArgs returns the values of pendingCols after id, and validates p.
 func (s *Store) pendingArgs(p *store.OAuthPending) ([]any, error) {
 	if p.ID == "" {
-		return nil, apperr.New(apperr.InvalidArguments, "pending authorization id is required")
+		return nil, store.Invalid("pending authorization id is required")
 	}
 	if p.ExpiresAt.IsZero() {
-		return nil, apperr.New(apperr.InvalidArguments, "pending authorization needs an expiry")
+		return nil, store.Invalid("pending authorization needs an expiry")
 	}
 	p.CreatedAt = s.orNow(p.CreatedAt)
 	scopes, err := stringsJSON(p.Scopes)
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, err
 	}
 	accounts := p.Accounts
 	if accounts == nil {
@@ -222,7 +221,7 @@ func (s *Store) pendingArgs(p *store.OAuthPending) ([]any, error) {
 	}
 	acc, err := json.Marshal(accounts)
 	if err != nil {
-		return nil, apperr.Internal(err)
+		return nil, err
 	}
 	return []any{p.Purpose, p.BrowserHash, p.CSRFHash, p.ClientID, p.ClientName, p.RedirectURI, p.State,
 		p.CodeChallenge, p.Resource, scopes, p.UpstreamNonce, p.UpstreamVerifier, p.Subject, p.Email,
@@ -310,12 +309,12 @@ func scanCode(r scanner) (store.OAuthCode, error) {
 // CreateOAuthCode implements store.OAuthStore.
 func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	if c.Hash == "" || c.ExpiresAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "authorization code needs a hash and an expiry")
+		return store.Invalid("authorization code needs a hash and an expiry")
 	}
 	c.CreatedAt = s.orNow(c.CreatedAt)
 	scopes, err := stringsJSON(c.Scopes)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	var used any
 	if c.UsedAt != nil {
@@ -393,7 +392,7 @@ func scanGrant(r scanner) (store.OAuthGrant, error) {
 // which defaults to now. A refresh hash held by another live grant is conflict.
 func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error {
 	if g.ID == "" || g.ExpiresAt.IsZero() {
-		return apperr.New(apperr.InvalidArguments, "grant needs an id and an expiry")
+		return store.Invalid("grant needs an id and an expiry")
 	}
 	g.CreatedAt = s.orNow(g.CreatedAt)
 	if g.LastUsedAt.IsZero() {
@@ -401,11 +400,11 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	}
 	scopes, err := stringsJSON(g.Scopes)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	tokens, err := stringsJSON(g.AccessTokenIDs)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	var revoked any
 	if g.RevokedAt != nil {
@@ -419,7 +418,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 			return err
 		}
 		if live {
-			return apperr.New(apperr.Conflict, "grant already exists")
+			return store.Errorf(store.ErrAlreadyExists, "grant already exists")
 		}
 		// An expired grant under this id goes with its rotated hashes (the cascade):
 		// they belonged to another grant.
@@ -430,7 +429,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 			g.ID, g.ClientID, g.ClientName, g.WorkspaceID, g.UserID, scopes, g.Resource, g.RefreshHash, tokens,
 			nanos(g.CreatedAt), nanos(g.LastUsedAt), nanos(g.ExpiresAt), revoked)
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "refresh token already belongs to a grant")
+			return store.Errorf(store.ErrAlreadyExists, "refresh token already belongs to a grant")
 		}
 		return err
 	})
@@ -497,10 +496,10 @@ func prefixed(p, cols string) string {
 // time), so of concurrent rotations from the same hash exactly one wins.
 func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
 	if r.GrantID == "" || r.NewRefreshHash == "" {
-		return store.OAuthGrant{}, apperr.New(apperr.InvalidArguments, "rotation needs a grant id and a new refresh hash")
+		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash")
 	}
 	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, apperr.New(apperr.InvalidArguments, "rotation must change the refresh hash")
+		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
 	}
 	r.At = s.orNow(r.At)
 	var out store.OAuthGrant
@@ -510,10 +509,10 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 			return err
 		}
 		if g.RevokedAt != nil {
-			return apperr.New(apperr.Conflict, "grant is revoked")
+			return store.Errorf(store.ErrConflict, "grant is revoked")
 		}
 		if g.RefreshHash != r.OldRefreshHash {
-			return apperr.New(apperr.Conflict, "refresh token is no longer current")
+			return store.Errorf(store.ErrConflict, "refresh token is no longer current")
 		}
 		if len(r.Scopes) > 0 {
 			g.Scopes = slices.Clone(r.Scopes)
@@ -541,7 +540,7 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 			_, err := x.exec(`INSERT INTO oauth_rotated (hash, grant_id, rotated_at) VALUES (?, ?, ?)`,
 				r.OldRefreshHash, g.ID, nanos(r.At))
 			if isUnique(err) {
-				return apperr.New(apperr.Conflict, "refresh token was rotated already")
+				return store.Errorf(store.ErrConflict, "refresh token was rotated already")
 			}
 			if err != nil {
 				return err
@@ -551,7 +550,7 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 			last_used_at = ?, expires_at = ? WHERE id = ?`,
 			g.RefreshHash, scopes, tokens, nanos(g.LastUsedAt), nanos(g.ExpiresAt), g.ID)
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "refresh token already belongs to a grant")
+			return store.Errorf(store.ErrConflict, "refresh token already belongs to a grant")
 		}
 		if err != nil {
 			return err
@@ -562,7 +561,7 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 			return err
 		}
 		if rotated { // a hash that was current once may never be current again
-			return apperr.New(apperr.Conflict, "refresh token was rotated already")
+			return store.Errorf(store.ErrConflict, "refresh token was rotated already")
 		}
 		out = g
 		return nil
@@ -644,11 +643,11 @@ func (s *Store) GetOAuthPolicy(ctx context.Context) (store.OAuthPolicy, error) {
 // UpdateOAuthPolicy implements store.OAuthStore.
 func (s *Store) UpdateOAuthPolicy(ctx context.Context, p store.OAuthPolicy) error {
 	if p.Mode != store.OAuthPolicyAny && p.Mode != store.OAuthPolicyAllowlist {
-		return apperr.Newf(apperr.InvalidArguments, "policy mode must be %q or %q", store.OAuthPolicyAny, store.OAuthPolicyAllowlist)
+		return store.Errorf(store.ErrInvalid, "policy mode must be %q or %q", store.OAuthPolicyAny, store.OAuthPolicyAllowlist)
 	}
 	allowed, err := stringsJSON(p.Allowed)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	return s.writeCounters(ctx, func(x q) error {
 		_, err := x.exec(`INSERT INTO oauth_policy (id, mode, allowed) VALUES (1, ?, ?)

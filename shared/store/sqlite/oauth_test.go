@@ -2,11 +2,11 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -91,7 +91,7 @@ func TestOAuthRecordsPurged(t *testing.T) {
 	must(s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "live", ExpiresAt: now.Add(store.OAuthClientLapse + 48*time.Hour)}))
 
 	clk.add(store.OAuthClientLapse + time.Hour)
-	if _, err := s.GetOAuthClient(ctx, "old"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := s.GetOAuthClient(ctx, "old"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("lapsed client: %v, want not_found", err)
 	}
 	// A write after purgeEvery purges.
@@ -137,7 +137,7 @@ func TestCreateOverExpiredRecord(t *testing.T) {
 			if err := tc.create("second", now.Add(time.Hour)); err != nil {
 				t.Fatalf("create over an expired record: %v", err)
 			}
-			if err := tc.create("third", now.Add(time.Hour)); apperr.CodeOf(err) != apperr.Conflict {
+			if err := tc.create("third", now.Add(time.Hour)); !errors.Is(err, store.ErrAlreadyExists) {
 				t.Errorf("create over a live record: %v, want conflict", err)
 			}
 			if name, err := tc.get(); err != nil || name != "second" {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -42,7 +42,7 @@ func cachePair(t *testing.T) (cached, other *Store, issueID string) {
 func role(t *testing.T, s *Store) store.Role {
 	t.Helper()
 	m, err := s.GetMember(context.Background(), "ws", "u")
-	if apperr.CodeOf(err) == apperr.NotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return ""
 	}
 	if err != nil {
@@ -324,7 +324,7 @@ func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 					return fmt.Errorf("before the delete: comment_count %d, %v; want 1", is.CommentCount, err)
 				}
 			}
-			_, err = s.DeleteComment(ctx, "ws", c.ID)
+			_, err = s.DeleteComment(ctx, "ws", c.ID, nil)
 			return err
 		}, issueIs(func(is store.Issue, err error) bool { return err == nil && is.CommentCount == 0 }, "comment_count 0")},
 		{"delete issue", func(s *Store, id string) error {
@@ -332,9 +332,9 @@ func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = s.DeleteIssue(ctx, "ws", id)
+			_, err = s.DeleteIssue(ctx, "ws", id, nil)
 			return err
-		}, issueIs(func(_ store.Issue, err error) bool { return apperr.CodeOf(err) == apperr.NotFound }, "not_found")},
+		}, issueIs(func(_ store.Issue, err error) bool { return errors.Is(err, store.ErrNotFound) }, "not_found")},
 		{"lower role", func(s *Store, _ string) error {
 			_, err := s.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleViewer})
 			return err
@@ -350,7 +350,7 @@ func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 		}, memberIs(func(m store.Member, err error) bool { return err == nil && m.Email == "u@example.com" }, "e-mail u@example.com")},
 		{"remove member", func(s *Store, _ string) error {
 			return s.DeleteMember(ctx, "ws", "u")
-		}, memberIs(func(_ store.Member, err error) bool { return apperr.CodeOf(err) == apperr.NotFound }, "not_found")},
+		}, memberIs(func(_ store.Member, err error) bool { return errors.Is(err, store.ErrNotFound) }, "not_found")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cached, _, id := cachePair(t)

@@ -2,11 +2,11 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
 )
@@ -42,7 +42,7 @@ func TestDeletePendingIdempotency(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("DeletePendingIdempotency = %d, %v; want 1 claim released", n, err)
 	}
-	if _, err := s.GetIdempotency(ctx, pending.IdempotencyKey); !apperr.Is(err, apperr.NotFound) {
+	if _, err := s.GetIdempotency(ctx, pending.IdempotencyKey); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("pending claim after release: %v, want not_found", err)
 	}
 	if got, err := s.GetIdempotency(ctx, done.IdempotencyKey); err != nil || got.State != store.IdemCompleted {

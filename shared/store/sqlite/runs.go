@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -13,7 +12,7 @@ import (
 // stored run carries the issue's id and key. Empty ID, Status and times are filled in.
 func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
 	if len(r.ID) > maxCallerID {
-		return store.AutopilotRun{}, apperr.New(apperr.InvalidArguments, "run id is too long")
+		return store.AutopilotRun{}, store.Invalid("run id is too long")
 	}
 	r = r.WithDefaults(s.now())
 	err := s.write(ctx, func(x q) error {
@@ -27,7 +26,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 			ws, r.ID, r.IssueID, r.IssueKey, r.Status, r.Instructions, r.RequestedBy, r.Attempts, r.Error,
 			nanos(r.CreatedAt), nanos(r.UpdatedAt))
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "run id already used")
+			return store.Errorf(store.ErrAlreadyExists, "run id already used")
 		}
 		return err
 	})

@@ -28,7 +28,6 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -327,7 +326,7 @@ func (s *Store) tx(ctx context.Context, fn func(q) error) error {
 	}
 	defer func() { <-s.wsem }()
 	if s.closed {
-		return apperr.Internal(errors.New("sqlite: store is closed"))
+		return errors.New("sqlite: store is closed")
 	}
 	if s.wconn == nil {
 		conn, err := s.wdb.Conn(ctx)
@@ -370,14 +369,13 @@ func (s *Store) rollback(ctx context.Context) {
 	s.wconn, s.wstmts = nil, nil
 }
 
-// fail passes apperr values through and turns everything else into internal_error,
-// so no SQL text reaches a client. The cause stays inside for logs.
+// fail passes storage errors (shared/store) through and marks everything else as a
+// failure of this backend; what a client sees of either is the guard's decision.
 func (s *Store) fail(err error) error {
-	var ae *apperr.Error
-	if errors.As(err, &ae) {
-		return ae
+	if store.IsStorage(err) {
+		return err
 	}
-	return apperr.Internal(err)
+	return fmt.Errorf("sqlite: %w", err)
 }
 
 func sqliteCode(err error) int {
@@ -445,4 +443,4 @@ func (s *Store) orNow(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func notFound(what string) error { return apperr.Newf(apperr.NotFound, "%s not found", what) }
+func notFound(what string) error { return store.NotFound(what) }

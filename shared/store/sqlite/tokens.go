@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
@@ -39,14 +39,14 @@ func scanToken(r scanner) (auth.TokenRecord, error) {
 // CreateToken implements auth.TokenStore.
 func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	if t.Hash == "" || t.TokenID == "" {
-		return apperr.New(apperr.InvalidArguments, "token needs a hash and an id")
+		return store.Invalid("token needs a hash and an id")
 	}
 	if t.Scopes == nil {
 		t.Scopes = []string{}
 	}
 	scopes, err := json.Marshal(t.Scopes)
 	if err != nil {
-		return apperr.Internal(err)
+		return err
 	}
 	created := s.orNow(t.CreatedAt)
 	var revoked any
@@ -62,7 +62,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 			t.Hash, t.TokenID, t.Name, t.WorkspaceID, t.UserID, string(scopes), nanos(created), expires, revoked,
 			t.ClientID, t.GrantID)
 		if isUnique(err) {
-			return apperr.New(apperr.Conflict, "token already exists")
+			return store.Errorf(store.ErrAlreadyExists, "token already exists")
 		}
 		return err
 	})

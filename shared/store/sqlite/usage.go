@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/retry"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -152,7 +151,7 @@ func (s *Store) UpdateUsage(ctx context.Context, inc store.UsageIncrement) error
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
-		return apperr.Internal(errors.New("sqlite: store is closed"))
+		return errors.New("sqlite: store is closed")
 	}
 	u.pending = append(u.pending, p)
 	n := len(u.pending)
@@ -335,7 +334,7 @@ func (s *Store) UsageReplayFrom(ctx context.Context) (time.Time, error) {
 	var n int64
 	err := s.read(ctx).queryRow(`SELECT replay_from FROM usage_watermark WHERE id = 1`).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, apperr.Internal(errors.New("sqlite: usage watermark missing"))
+		return time.Time{}, errors.New("sqlite: usage watermark missing")
 	}
 	if err != nil {
 		return time.Time{}, s.fail(err)

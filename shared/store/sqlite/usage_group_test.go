@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
 )
@@ -130,8 +129,8 @@ func TestUsageQueueDurability(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			if err := s.UpdateUsage(ctx, inc(ws, 0, tc.outcome)); apperr.As(err).Code != apperr.InternalError {
-				t.Errorf("UpdateUsage after Close = %v, want internal_error", err)
+			if err := s.UpdateUsage(ctx, inc(ws, 0, tc.outcome)); err == nil || store.IsStorage(err) {
+				t.Errorf("UpdateUsage after Close = %v, want a failure of the backend", err)
 			}
 
 			s2 := openAt(t, path)

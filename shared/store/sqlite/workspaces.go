@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -28,10 +27,10 @@ func (s *Store) GetWorkspace(ctx context.Context, ws string) (store.Workspace, e
 // CreateWorkspace implements store.Writer.
 func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Workspace, error) {
 	if w.ID == "" {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments, "workspace id is required")
+		return store.Workspace{}, store.Invalid("workspace id is required")
 	}
 	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, apperr.New(apperr.InvalidArguments,
+		return store.Workspace{}, store.Invalid(
 			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
@@ -39,7 +38,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 		_, err := x.exec(`INSERT INTO workspaces (id, key, name, created_at) VALUES (?, ?, ?, ?)`,
 			w.ID, w.Key, w.Name, nanos(w.CreatedAt))
 		if isUnique(err) {
-			return apperr.Newf(apperr.Conflict, "workspace %q already exists", w.ID)
+			return store.Errorf(store.ErrAlreadyExists, "workspace %q already exists", w.ID)
 		}
 		return err
 	})
@@ -83,10 +82,10 @@ func (s *Store) getMember(ctx context.Context, ws, user string) (store.Member, e
 // replaces its e-mail too ("" clears it); the e-mail is stored lower-cased.
 func (s *Store) UpdateMember(ctx context.Context, m store.Member) (store.Member, error) {
 	if m.UserID == "" {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "user id is required")
+		return store.Member{}, store.Invalid("user id is required")
 	}
 	if !m.Role.Valid() {
-		return store.Member{}, apperr.New(apperr.InvalidArguments, "role must be viewer, member or admin")
+		return store.Member{}, store.Invalid("role must be viewer, member or admin")
 	}
 	m.CreatedAt = s.orNow(m.CreatedAt)
 	m.Email = foldEmail(m.Email)
@@ -159,7 +158,7 @@ func (s *Store) ListAgents(ctx context.Context, ws string) ([]store.Agent, error
 // agent keeps its created_at.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) (store.Agent, error) {
 	if a.ID == "" {
-		return store.Agent{}, apperr.New(apperr.InvalidArguments, "agent id is required")
+		return store.Agent{}, store.Invalid("agent id is required")
 	}
 	a.CreatedAt = s.orNow(a.CreatedAt)
 	var created int64

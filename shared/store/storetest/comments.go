@@ -1,11 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -29,7 +29,7 @@ func testComments(t *testing.T, b Backend) {
 	must(t, "CreateComment with a caller id", err)
 	made = append(made, chosen)
 	_, err = q.CreateComment(ctx, w.ID, is.ID, store.NewComment{ID: chosen.ID, Author: "bob", Body: "again", CreatedAt: at.Add(time.Minute)})
-	wantCode(t, "CreateComment with an existing id", err, apperr.Conflict)
+	wantErr(t, "CreateComment with an existing id", err, store.ErrAlreadyExists)
 
 	got, err := q.GetIssue(ctx, w.ID, is.ID)
 	must(t, "GetIssue", err)
@@ -64,30 +64,37 @@ func testComments(t *testing.T, b Backend) {
 		t.Errorf("ListComments = %v, want oldest first %v", listed, want)
 	}
 
-	res, err := q.DeleteComment(ctx, w.ID, made[0].ID)
+	res, err := q.DeleteComment(ctx, w.ID, made[0].ID, nil)
 	must(t, "DeleteComment", err)
 	if res.Kind != "comment" || res.ID != made[0].ID || res.Replay || res.DeletedAt.IsZero() || res.Owner != made[0].Author {
 		t.Errorf("DeleteComment = %+v, want owner %q", res, made[0].Author)
 	}
-	again, err := q.DeleteComment(ctx, w.ID, made[0].ID)
+	again, err := q.DeleteComment(ctx, w.ID, made[0].ID, nil)
 	must(t, "DeleteComment repeated", err)
 	// The owner comes back on the repeat: the caller judges a repeat by the same
 	// permission rule as the first delete, and the comment itself is gone.
 	if !again.Replay || again.ID != res.ID || again.Kind != "comment" || !sameMilli(again.DeletedAt, res.DeletedAt) || again.Owner != res.Owner {
 		t.Errorf("repeated DeleteComment = %+v, want a replay of %+v", again, res)
 	}
-	ts, err := q.GetTombstone(ctx, w.ID, "comment", made[0].ID)
-	must(t, "GetTombstone of a deleted comment", err)
-	if !ts.Replay || ts.ID != res.ID || ts.Kind != "comment" || ts.Owner != res.Owner || !sameMilli(ts.DeletedAt, res.DeletedAt) {
-		t.Errorf("GetTombstone = %+v, want the delete's result %+v", ts, res)
-	}
-	_, err = q.GetTombstone(ctx, w.ID, "comment", made[1].ID)
-	wantCode(t, "GetTombstone of a live comment", err, apperr.NotFound)
+	// The store resolves the tombstone and judges the repeat by the same check as
+	// the first delete, with the owner it kept; a refusal changes nothing.
+	wantRefused(t, "repeated DeleteComment", res.Owner, func(allow store.DeleteCheck) error {
+		_, err := q.DeleteComment(ctx, w.ID, made[0].ID, allow)
+		return err
+	})
+	wantRefused(t, "DeleteComment of a live comment", made[1].Author, func(allow store.DeleteCheck) error {
+		_, err := q.DeleteComment(ctx, w.ID, made[1].ID, allow)
+		return err
+	})
+	_, err = q.GetComment(ctx, w.ID, made[1].ID)
+	must(t, "GetComment of a comment whose delete was refused", err)
 	other := newWorkspace(t, q, "OTH")
-	_, err = q.GetTombstone(ctx, other.ID, "comment", made[0].ID)
-	wantCode(t, "GetTombstone from another workspace", err, apperr.NotFound)
+	wantUnasked(t, "DeleteComment from another workspace", store.ErrNotFound, func(allow store.DeleteCheck) error {
+		_, err := q.DeleteComment(ctx, other.ID, made[0].ID, allow)
+		return err
+	})
 	_, err = q.GetComment(ctx, w.ID, made[0].ID)
-	wantCode(t, "GetComment after delete", err, apperr.NotFound)
+	wantErr(t, "GetComment after delete", err, store.ErrNotFound)
 	got, err = q.GetIssue(ctx, w.ID, is.ID)
 	must(t, "GetIssue", err)
 	if got.CommentCount != 3 {
@@ -99,18 +106,48 @@ func testComments(t *testing.T, b Backend) {
 		t.Errorf("ListComments after delete: %d comments", len(page.Comments))
 	}
 
-	_, err = q.DeleteComment(ctx, w.ID, uid("cmt"))
-	wantCode(t, "DeleteComment of an unknown id", err, apperr.NotFound)
+	_, err = q.DeleteComment(ctx, w.ID, uid("cmt"), nil)
+	wantErr(t, "DeleteComment of an unknown id", err, store.ErrNotFound)
 	_, err = q.CreateComment(ctx, w.ID, newUUID(), store.NewComment{Author: "a", Body: "b", CreatedAt: at})
-	wantCode(t, "CreateComment on an unknown issue", err, apperr.NotFound)
+	wantErr(t, "CreateComment on an unknown issue", err, store.ErrNotFound)
 	_, err = q.ListComments(ctx, w.ID, "AAC-9", store.PageRequest{})
-	wantCode(t, "ListComments of an unknown issue", err, apperr.NotFound)
+	wantErr(t, "ListComments of an unknown issue", err, store.ErrNotFound)
 	empty := newIssue(t, q, w.ID, "quiet", at)
 	page, err = q.ListComments(ctx, w.ID, empty.ID, store.PageRequest{})
 	must(t, "ListComments of an issue without comments", err)
 	if page.Comments == nil || len(page.Comments) != 0 || page.NextCursor != "" {
 		t.Errorf("ListComments of a quiet issue = %+v, want empty non-nil and no cursor", page)
 	}
+}
+
+// errRefused is what the DeleteChecks below answer.
+var errRefused = errors.New("storetest: refused")
+
+// wantRefused runs del with a check that records the owner it is asked about and
+// refuses: del must return that very error, having asked about owner once.
+func wantRefused(t *testing.T, what, owner string, del func(store.DeleteCheck) error) {
+	t.Helper()
+	var asked []string
+	err := del(func(o string) error {
+		asked = append(asked, o)
+		return errRefused
+	})
+	if err != errRefused { // the check's own error, not wrapped
+		t.Errorf("%s with a refusing check: %v, want the check's own error", what, err)
+	}
+	if !slices.Equal(asked, []string{owner}) {
+		t.Errorf("%s: check asked about %q, want once about %q", what, asked, owner)
+	}
+}
+
+// wantUnasked runs del with a check that must not be asked: existence comes first.
+func wantUnasked(t *testing.T, what string, kind error, del func(store.DeleteCheck) error) {
+	t.Helper()
+	err := del(func(o string) error {
+		t.Errorf("%s: check asked about %q for an item that does not exist", what, o)
+		return errRefused
+	})
+	wantErr(t, what, err, kind)
 }
 
 func sameMilli(a, b time.Time) bool {
@@ -130,24 +167,24 @@ func testDeletes(t *testing.T, b Backend) {
 	}
 	keep := newIssue(t, q, w.ID, "kept", at)
 
-	res, err := q.DeleteIssue(ctx, w.ID, is.ID)
+	res, err := q.DeleteIssue(ctx, w.ID, is.ID, nil)
 	must(t, "DeleteIssue", err)
 	if res.Kind != "issue" || res.ID != is.ID || res.Replay || res.DeletedAt.IsZero() || res.Owner != is.CreatedBy || res.Owner == "" {
 		t.Errorf("DeleteIssue = %+v, want owner %q", res, is.CreatedBy)
 	}
 	for _, ref := range []string{is.ID, "AAC-1"} {
 		_, err = q.GetIssue(ctx, w.ID, ref)
-		wantCode(t, "GetIssue after delete via "+ref, err, apperr.NotFound)
+		wantErr(t, "GetIssue after delete via "+ref, err, store.ErrNotFound)
 	}
 	for _, c := range comments {
 		_, err = q.GetComment(ctx, w.ID, c.ID)
-		wantCode(t, "GetComment of a comment of a deleted issue", err, apperr.NotFound)
+		wantErr(t, "GetComment of a comment of a deleted issue", err, store.ErrNotFound)
 		// It was removed with its issue, not by a delete_comment: nothing to replay.
-		_, err = q.DeleteComment(ctx, w.ID, c.ID)
-		wantCode(t, "DeleteComment of a comment removed with its issue", err, apperr.NotFound)
+		_, err = q.DeleteComment(ctx, w.ID, c.ID, nil)
+		wantErr(t, "DeleteComment of a comment removed with its issue", err, store.ErrNotFound)
 	}
 	for _, ref := range []string{is.ID, "AAC-1", "aac-1"} {
-		again, err := q.DeleteIssue(ctx, w.ID, ref)
+		again, err := q.DeleteIssue(ctx, w.ID, ref, nil)
 		if err != nil {
 			t.Errorf("repeated DeleteIssue via %s: %v", ref, err)
 			continue
@@ -157,28 +194,33 @@ func testDeletes(t *testing.T, b Backend) {
 		}
 	}
 	for _, ref := range []string{is.ID, "AAC-1", "aac-1"} {
-		ts, err := q.GetTombstone(ctx, w.ID, "issue", ref)
-		if err != nil {
-			t.Errorf("GetTombstone via %s: %v", ref, err)
-			continue
-		}
-		if !ts.Replay || ts.ID != is.ID || ts.Kind != "issue" || ts.Owner != res.Owner || !sameMilli(ts.DeletedAt, res.DeletedAt) {
-			t.Errorf("GetTombstone via %s = %+v, want the delete's result %+v", ref, ts, res)
-		}
+		wantRefused(t, "repeated DeleteIssue via "+ref, res.Owner, func(allow store.DeleteCheck) error {
+			_, err := q.DeleteIssue(ctx, w.ID, ref, allow)
+			return err
+		})
 	}
-	for _, ref := range []string{keep.ID, "AAC-2", "AAC-99"} {
-		_, err := q.GetTombstone(ctx, w.ID, "issue", ref)
-		wantCode(t, "GetTombstone of a live or unknown issue "+ref, err, apperr.NotFound)
+	for _, ref := range []string{keep.ID, "AAC-2"} {
+		wantRefused(t, "DeleteIssue of a live issue via "+ref, keep.CreatedBy, func(allow store.DeleteCheck) error {
+			_, err := q.DeleteIssue(ctx, w.ID, ref, allow)
+			return err
+		})
+	}
+	if _, err := q.GetIssue(ctx, w.ID, keep.ID); err != nil {
+		t.Errorf("GetIssue of an issue whose delete was refused: %v", err)
 	}
 	other := newWorkspace(t, q, "OTH")
-	_, err = q.GetTombstone(ctx, other.ID, "issue", is.ID)
-	wantCode(t, "GetTombstone from another workspace", err, apperr.NotFound)
+	for _, tc := range []struct{ ws, ref string }{{w.ID, "AAC-99"}, {w.ID, newUUID()}, {other.ID, is.ID}, {other.ID, "AAC-1"}} {
+		wantUnasked(t, "DeleteIssue in "+tc.ws+" of "+tc.ref, store.ErrNotFound, func(allow store.DeleteCheck) error {
+			_, err := q.DeleteIssue(ctx, tc.ws, tc.ref, allow)
+			return err
+		})
+	}
 	_, _, err = q.UpdateIssue(ctx, w.ID, is.ID, store.IssuePatch{Title: ptr("zombie"), UpdatedAt: at})
-	wantCode(t, "UpdateIssue of a deleted issue", err, apperr.NotFound)
+	wantErr(t, "UpdateIssue of a deleted issue", err, store.ErrNotFound)
 	_, err = q.CreateComment(ctx, w.ID, "AAC-1", store.NewComment{Author: "a", Body: "b", CreatedAt: at})
-	wantCode(t, "CreateComment on a deleted issue", err, apperr.NotFound)
+	wantErr(t, "CreateComment on a deleted issue", err, store.ErrNotFound)
 	_, err = q.ListComments(ctx, w.ID, is.ID, store.PageRequest{})
-	wantCode(t, "ListComments of a deleted issue", err, apperr.NotFound)
+	wantErr(t, "ListComments of a deleted issue", err, store.ErrNotFound)
 	page, err := q.ListIssues(ctx, w.ID, store.IssueFilter{})
 	must(t, "ListIssues", err)
 	if got := ids(page.Issues); !slices.Equal(got, []string{keep.ID}) {
@@ -190,14 +232,14 @@ func testDeletes(t *testing.T, b Backend) {
 	if next.Key != "AAC-3" {
 		t.Errorf("key after a delete = %q, want AAC-3", next.Key)
 	}
-	res, err = q.DeleteIssue(ctx, w.ID, "aac-3")
+	res, err = q.DeleteIssue(ctx, w.ID, "aac-3", nil)
 	must(t, "DeleteIssue by key", err)
 	if res.ID != next.ID || res.Replay {
 		t.Errorf("DeleteIssue by key = %+v, want %s", res, next.ID)
 	}
 	for _, ref := range []string{newUUID(), "AAC-99", "nope"} {
-		_, err = q.DeleteIssue(ctx, w.ID, ref)
-		wantCode(t, "DeleteIssue of unknown "+ref, err, apperr.NotFound)
+		_, err = q.DeleteIssue(ctx, w.ID, ref, nil)
+		wantErr(t, "DeleteIssue of unknown "+ref, err, store.ErrNotFound)
 	}
 }
 
@@ -221,10 +263,10 @@ func testAutopilotRuns(t *testing.T, b Backend) {
 		t.Errorf("UpdateAutopilotRun = %+v", upd)
 	}
 	_, err = q.UpdateAutopilotRun(ctx, w.ID, store.AutopilotRun{ID: uid("run"), Status: store.RunDispatched, UpdatedAt: later})
-	wantCode(t, "UpdateAutopilotRun of an unknown run", err, apperr.NotFound)
+	wantErr(t, "UpdateAutopilotRun of an unknown run", err, store.ErrNotFound)
 	other := newWorkspace(t, q, "AAC")
 	_, err = q.UpdateAutopilotRun(ctx, other.ID, store.AutopilotRun{ID: run.ID, Status: store.RunDispatched, UpdatedAt: later})
-	wantCode(t, "UpdateAutopilotRun from another workspace", err, apperr.NotFound)
+	wantErr(t, "UpdateAutopilotRun from another workspace", err, store.ErrNotFound)
 	_, err = q.CreateAutopilotRun(ctx, w.ID, store.AutopilotRun{IssueID: newUUID(), IssueKey: "AAC-9", Status: store.RunQueued, RequestedBy: "alice", CreatedAt: at, UpdatedAt: at})
-	wantCode(t, "CreateAutopilotRun on an unknown issue", err, apperr.NotFound)
+	wantErr(t, "CreateAutopilotRun on an unknown issue", err, store.ErrNotFound)
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -68,10 +67,10 @@ func testConfirmationPolicy(t *testing.T, b ConfirmationBackend) {
 		t.Fatalf("workspace changed to %+v", w)
 	}
 	missing := uid("ws")
-	wantCode(t, "SetDestructiveConfirmation unknown", b.Confirmations.SetDestructiveConfirmation(ctx, missing, "require"), apperr.NotFound)
+	wantErr(t, "SetDestructiveConfirmation unknown", b.Confirmations.SetDestructiveConfirmation(ctx, missing, "require"), store.ErrNotFound)
 	_, err = b.Confirmations.DestructiveConfirmation(ctx, missing)
-	wantCode(t, "DestructiveConfirmation unknown", err, apperr.NotFound)
-	if _, err := b.Queries.GetWorkspace(ctx, missing); !apperr.Is(err, apperr.NotFound) {
+	wantErr(t, "DestructiveConfirmation unknown", err, store.ErrNotFound)
+	if _, err := b.Queries.GetWorkspace(ctx, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("setting a policy created workspace %s: %v", missing, err)
 	}
 }
@@ -86,7 +85,7 @@ func testNonceOnce(t *testing.T, b ConfirmationBackend) {
 	if !errors.Is(err, store.ErrNonceUsed) {
 		t.Fatalf("second consume = %v, want ErrNonceUsed", err)
 	}
-	wantCode(t, "second consume", err, apperr.Conflict)
+	wantErr(t, "second consume", err, store.ErrConflict)
 	must(t, "other workspace", b.Confirmations.ConsumeConfirmationNonce(ctx, ws2, n, exp))
 	must(t, "other nonce", b.Confirmations.ConsumeConfirmationNonce(ctx, ws1, uid("n"), exp))
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -22,12 +21,12 @@ func testWorkspaces(t *testing.T, b Backend) {
 		}
 	}
 	_, err = q.CreateWorkspace(ctx, store.Workspace{ID: w.ID, Key: "BBB", Name: "again", CreatedAt: baseTime()})
-	wantCode(t, "CreateWorkspace of an existing id", err, apperr.Conflict)
+	wantErr(t, "CreateWorkspace of an existing id", err, store.ErrAlreadyExists)
 	if got, _ := q.GetWorkspace(ctx, w.ID); got.Key != "AAC" {
 		t.Errorf("a refused CreateWorkspace changed the workspace: key %q", got.Key)
 	}
 	_, err = q.GetWorkspace(ctx, uid("ws"))
-	wantCode(t, "GetWorkspace of an unknown id", err, apperr.NotFound)
+	wantErr(t, "GetWorkspace of an unknown id", err, store.ErrNotFound)
 }
 
 func testMembers(t *testing.T, b Backend) {
@@ -67,18 +66,18 @@ func testMembers(t *testing.T, b Backend) {
 	}
 
 	_, err = q.GetMember(ctx, a.ID, "bob")
-	wantCode(t, "GetMember of a user without a record", err, apperr.NotFound)
+	wantErr(t, "GetMember of a user without a record", err, store.ErrNotFound)
 	_, err = q.GetMember(ctx, other.ID, "alice")
-	wantCode(t, "GetMember from another workspace", err, apperr.NotFound)
-	wantCode(t, "DeleteMember from another workspace", q.DeleteMember(ctx, other.ID, "alice"), apperr.NotFound)
+	wantErr(t, "GetMember from another workspace", err, store.ErrNotFound)
+	wantErr(t, "DeleteMember from another workspace", q.DeleteMember(ctx, other.ID, "alice"), store.ErrNotFound)
 	if _, err := q.GetMember(ctx, a.ID, "alice"); err != nil {
 		t.Errorf("member gone after another workspace's delete: %v", err)
 	}
 
 	must(t, "DeleteMember", q.DeleteMember(ctx, a.ID, "alice"))
 	_, err = q.GetMember(ctx, a.ID, "alice")
-	wantCode(t, "GetMember after delete", err, apperr.NotFound)
-	wantCode(t, "DeleteMember again", q.DeleteMember(ctx, a.ID, "alice"), apperr.NotFound)
+	wantErr(t, "GetMember after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteMember again", q.DeleteMember(ctx, a.ID, "alice"), store.ErrNotFound)
 }
 
 func testAgents(t *testing.T, b Backend) {
@@ -114,9 +113,9 @@ func testAgents(t *testing.T, b Backend) {
 		t.Errorf("GetAgent name = %q", got.Name)
 	}
 	_, err = q.GetAgent(ctx, other.ID, "agent-b")
-	wantCode(t, "GetAgent from another workspace", err, apperr.NotFound)
+	wantErr(t, "GetAgent from another workspace", err, store.ErrNotFound)
 	_, err = q.GetAgent(ctx, a.ID, "agent-c")
-	wantCode(t, "GetAgent of another workspace's agent", err, apperr.NotFound)
+	wantErr(t, "GetAgent of another workspace's agent", err, store.ErrNotFound)
 }
 
 func testIssueCreateAndGet(t *testing.T, b Backend) {
@@ -148,7 +147,7 @@ func testIssueCreateAndGet(t *testing.T, b Backend) {
 		t.Errorf("issue with caller id: id %q key %q, want %q AAC-3", third.ID, third.Key, chosen)
 	}
 	_, err = q.CreateIssue(ctx, w.ID, store.NewIssue{ID: chosen, Title: "dup", Status: "open", Priority: "low", CreatedBy: "alice", CreatedAt: at})
-	wantCode(t, "CreateIssue with an existing id", err, apperr.Conflict)
+	wantErr(t, "CreateIssue with an existing id", err, store.ErrAlreadyExists)
 
 	for _, ref := range []string{first.ID, "AAC-1", "aac-1", "Aac-1"} {
 		got, err := q.GetIssue(ctx, w.ID, ref)
@@ -163,10 +162,10 @@ func testIssueCreateAndGet(t *testing.T, b Backend) {
 	}
 	for _, ref := range []string{"AAC-99", "BBB-1", "AAC-0", "AAC-01", "AAC-", "AAC", "", newUUID(), "not-an-id"} {
 		_, err := q.GetIssue(ctx, w.ID, ref)
-		wantCode(t, "GetIssue("+ref+")", err, apperr.NotFound)
+		wantErr(t, "GetIssue("+ref+")", err, store.ErrNotFound)
 	}
 	_, err = q.CreateIssue(ctx, uid("ws"), store.NewIssue{Title: "orphan", Status: "open", Priority: "low", CreatedBy: "alice", CreatedAt: at})
-	wantCode(t, "CreateIssue in an unknown workspace", err, apperr.NotFound)
+	wantErr(t, "CreateIssue in an unknown workspace", err, store.ErrNotFound)
 }
 
 func testIssueUpdate(t *testing.T, b Backend) {
@@ -199,7 +198,7 @@ func testIssueUpdate(t *testing.T, b Backend) {
 	}
 
 	_, _, err = q.UpdateIssue(ctx, w.ID, is.ID, store.IssuePatch{Title: ptr("stale"), ExpectedVersion: ptr(int64(1)), UpdatedAt: t1})
-	wantCode(t, "UpdateIssue with a stale expected_version", err, apperr.Conflict)
+	wantErr(t, "UpdateIssue with a stale expected_version", err, store.ErrVersionMismatch)
 
 	t2 := t1.Add(2 * time.Minute)
 	agent := &store.Assignee{Type: "agent", ID: "agent-1"}
@@ -237,9 +236,9 @@ func testIssueUpdate(t *testing.T, b Backend) {
 	}
 
 	_, _, err = q.UpdateIssue(ctx, w.ID, newUUID(), store.IssuePatch{Title: ptr("x"), UpdatedAt: t3})
-	wantCode(t, "UpdateIssue of an unknown id", err, apperr.NotFound)
+	wantErr(t, "UpdateIssue of an unknown id", err, store.ErrNotFound)
 	_, _, err = q.UpdateIssue(ctx, w.ID, "AAC-77", store.IssuePatch{Title: ptr("x"), UpdatedAt: t3})
-	wantCode(t, "UpdateIssue of an unknown key", err, apperr.NotFound)
+	wantErr(t, "UpdateIssue of an unknown key", err, store.ErrNotFound)
 }
 
 // testIsolation: every read and write naming another workspace's item is not_found,
@@ -261,30 +260,30 @@ func testIsolation(t *testing.T, b Backend) {
 
 	for _, ref := range []string{is.ID, "AAC-1", "aac-1"} {
 		_, err := q.GetIssue(ctx, bw.ID, ref)
-		wantCode(t, "GetIssue from B of "+ref, err, apperr.NotFound)
+		wantErr(t, "GetIssue from B of "+ref, err, store.ErrNotFound)
 		_, _, err = q.UpdateIssue(ctx, bw.ID, ref, store.IssuePatch{Title: ptr("pwned"), UpdatedAt: at})
-		wantCode(t, "UpdateIssue from B of "+ref, err, apperr.NotFound)
+		wantErr(t, "UpdateIssue from B of "+ref, err, store.ErrNotFound)
 		_, err = q.CreateComment(ctx, bw.ID, ref, store.NewComment{Author: "mallory", Body: "x", CreatedAt: at})
-		wantCode(t, "CreateComment from B on "+ref, err, apperr.NotFound)
+		wantErr(t, "CreateComment from B on "+ref, err, store.ErrNotFound)
 		_, err = q.ListComments(ctx, bw.ID, ref, store.PageRequest{})
-		wantCode(t, "ListComments from B of "+ref, err, apperr.NotFound)
+		wantErr(t, "ListComments from B of "+ref, err, store.ErrNotFound)
 		_, err = q.CreateAutopilotRun(ctx, bw.ID, store.AutopilotRun{IssueID: ref, IssueKey: "AAC-1", Status: store.RunQueued, RequestedBy: "mallory", CreatedAt: at, UpdatedAt: at})
-		wantCode(t, "CreateAutopilotRun from B on "+ref, err, apperr.NotFound)
-		_, err = q.DeleteIssue(ctx, bw.ID, ref)
-		wantCode(t, "DeleteIssue from B of "+ref, err, apperr.NotFound)
+		wantErr(t, "CreateAutopilotRun from B on "+ref, err, store.ErrNotFound)
+		_, err = q.DeleteIssue(ctx, bw.ID, ref, nil)
+		wantErr(t, "DeleteIssue from B of "+ref, err, store.ErrNotFound)
 	}
 	_, err = q.GetComment(ctx, bw.ID, c.ID)
-	wantCode(t, "GetComment from B", err, apperr.NotFound)
-	_, err = q.DeleteComment(ctx, bw.ID, c.ID)
-	wantCode(t, "DeleteComment from B", err, apperr.NotFound)
+	wantErr(t, "GetComment from B", err, store.ErrNotFound)
+	_, err = q.DeleteComment(ctx, bw.ID, c.ID, nil)
+	wantErr(t, "DeleteComment from B", err, store.ErrNotFound)
 	_, err = q.GetMember(ctx, bw.ID, "alice")
-	wantCode(t, "GetMember from B", err, apperr.NotFound)
+	wantErr(t, "GetMember from B", err, store.ErrNotFound)
 	_, err = q.GetAgent(ctx, bw.ID, "agent-1")
-	wantCode(t, "GetAgent from B", err, apperr.NotFound)
+	wantErr(t, "GetAgent from B", err, store.ErrNotFound)
 	otherIdem := idem
 	otherIdem.WorkspaceID = bw.ID
 	_, err = q.GetIdempotency(ctx, otherIdem)
-	wantCode(t, "GetIdempotency from B", err, apperr.NotFound)
+	wantErr(t, "GetIdempotency from B", err, store.ErrNotFound)
 
 	page, err := q.ListIssues(ctx, bw.ID, store.IssueFilter{})
 	must(t, "ListIssues B", err)
@@ -330,11 +329,11 @@ func testIsolation(t *testing.T, b Backend) {
 		t.Errorf("B's AAC-1 resolved to %s, want its own %s", got.ID, mine.ID)
 	}
 	// A's tombstone does not answer for B.
-	_, err = q.DeleteIssue(ctx, a.ID, is.ID)
+	_, err = q.DeleteIssue(ctx, a.ID, is.ID, nil)
 	must(t, "DeleteIssue A", err)
-	_, err = q.DeleteIssue(ctx, bw.ID, is.ID)
-	wantCode(t, "DeleteIssue from B of A's deleted issue", err, apperr.NotFound)
-	res, err := q.DeleteIssue(ctx, bw.ID, "AAC-1")
+	_, err = q.DeleteIssue(ctx, bw.ID, is.ID, nil)
+	wantErr(t, "DeleteIssue from B of A's deleted issue", err, store.ErrNotFound)
+	res, err := q.DeleteIssue(ctx, bw.ID, "AAC-1", nil)
 	must(t, "DeleteIssue B AAC-1", err)
 	if res.ID != mine.ID || res.Replay {
 		t.Errorf("B's delete of its AAC-1 = %+v, want its own issue, not a replay of A's", res)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -17,7 +16,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	k := store.IdempotencyKey{WorkspaceID: w.ID, UserID: "alice", Tool: "create_issue", KeyHash: sha("retry-1")}
 
 	_, err := q.GetIdempotency(ctx, k)
-	wantCode(t, "GetIdempotency before any claim", err, apperr.NotFound)
+	wantErr(t, "GetIdempotency before any claim", err, store.ErrNotFound)
 
 	claim := store.IdempotencyRecord{IdempotencyKey: k, State: store.IdemPending, ArgsDigest: sha("args-1"), CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	must(t, "CreateIdempotency", q.CreateIdempotency(ctx, claim))
@@ -26,7 +25,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	if got.IdempotencyKey != k || got.State != store.IdemPending || got.ArgsDigest != claim.ArgsDigest {
 		t.Errorf("pending record = %+v", got)
 	}
-	wantCode(t, "second claim of a pending key", q.CreateIdempotency(ctx, claim), apperr.Conflict)
+	wantErr(t, "second claim of a pending key", q.CreateIdempotency(ctx, claim), store.ErrConflict)
 
 	result := []byte(`{"id":"0190c3d2-0000-7000-8000-000000000001","key":"AAC-1"}`)
 	done := claim
@@ -37,7 +36,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	if got.State != store.IdemCompleted || !bytes.Equal(got.Result, result) || got.ResourceID != done.ResourceID || got.ArgsDigest != claim.ArgsDigest {
 		t.Errorf("completed record = %+v (result %s)", got, got.Result)
 	}
-	wantCode(t, "claim of a completed key", q.CreateIdempotency(ctx, claim), apperr.Conflict)
+	wantErr(t, "claim of a completed key", q.CreateIdempotency(ctx, claim), store.ErrConflict)
 
 	// The key is per workspace, user and tool.
 	var neighbours []store.IdempotencyRecord
@@ -47,7 +46,7 @@ func testIdempotency(t *testing.T, b Backend) {
 		{WorkspaceID: w.ID, UserID: k.UserID, Tool: k.Tool, KeyHash: sha("retry-2")},
 	} {
 		_, err := q.GetIdempotency(ctx, other)
-		wantCode(t, "GetIdempotency of a neighbouring key", err, apperr.NotFound)
+		wantErr(t, "GetIdempotency of a neighbouring key", err, store.ErrNotFound)
 		r := claim
 		r.IdempotencyKey = other
 		must(t, "CreateIdempotency of a neighbouring key", q.CreateIdempotency(ctx, r))
@@ -55,7 +54,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	}
 
 	// A completed result is never released: only a pending claim is.
-	wantCode(t, "DeleteIdempotency of a completed key", q.DeleteIdempotency(ctx, k, claim.CreatedAt), apperr.Conflict)
+	wantErr(t, "DeleteIdempotency of a completed key", q.DeleteIdempotency(ctx, k, claim.CreatedAt), store.ErrConflict)
 	if got, err := q.GetIdempotency(ctx, k); err != nil || got.State != store.IdemCompleted || !bytes.Equal(got.Result, result) {
 		t.Errorf("completed record after a refused release = %+v, %v", got, err)
 	}
@@ -63,7 +62,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	pend := neighbours[0]
 	must(t, "DeleteIdempotency", q.DeleteIdempotency(ctx, pend.IdempotencyKey, pend.CreatedAt))
 	_, err = q.GetIdempotency(ctx, pend.IdempotencyKey)
-	wantCode(t, "GetIdempotency after release", err, apperr.NotFound)
+	wantErr(t, "GetIdempotency after release", err, store.ErrNotFound)
 	for _, r := range neighbours[1:] {
 		if _, err := q.GetIdempotency(ctx, r.IdempotencyKey); err != nil {
 			t.Errorf("neighbouring claim %+v after another key's release: %v", r.IdempotencyKey, err)
@@ -72,14 +71,14 @@ func testIdempotency(t *testing.T, b Backend) {
 	must(t, "DeleteIdempotency of a released key", q.DeleteIdempotency(ctx, pend.IdempotencyKey, pend.CreatedAt))
 	pendDone := pend
 	pendDone.State, pendDone.Result = store.IdemCompleted, result
-	wantCode(t, "UpdateIdempotency of a released key", q.UpdateIdempotency(ctx, pendDone), apperr.NotFound)
+	wantErr(t, "UpdateIdempotency of a released key", q.UpdateIdempotency(ctx, pendDone), store.ErrNotFound)
 	must(t, "claim after release", q.CreateIdempotency(ctx, pend))
 
 	// A claim is named by its created_at; zero names none.
 	zero := pendDone
 	zero.CreatedAt = time.Time{}
-	wantCode(t, "UpdateIdempotency with a zero created_at", q.UpdateIdempotency(ctx, zero), apperr.InvalidArguments)
-	wantCode(t, "DeleteIdempotency with a zero created_at", q.DeleteIdempotency(ctx, pend.IdempotencyKey, time.Time{}), apperr.InvalidArguments)
+	wantErr(t, "UpdateIdempotency with a zero created_at", q.UpdateIdempotency(ctx, zero), store.ErrInvalid)
+	wantErr(t, "DeleteIdempotency with a zero created_at", q.DeleteIdempotency(ctx, pend.IdempotencyKey, time.Time{}), store.ErrInvalid)
 	if got, err := q.GetIdempotency(ctx, pend.IdempotencyKey); err != nil || got.State != store.IdemPending {
 		t.Errorf("claim after refused zero-created_at calls = %+v, %v; want it pending", got, err)
 	}
@@ -89,7 +88,7 @@ func testIdempotency(t *testing.T, b Backend) {
 	must(t, "CreateIdempotency (expired)", q.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: old, State: store.IdemCompleted,
 		ArgsDigest: sha("a"), Result: []byte(`{}`), CreatedAt: now.Add(-48 * time.Hour), ExpiresAt: now.Add(-24 * time.Hour)}))
 	_, err = q.GetIdempotency(ctx, old)
-	wantCode(t, "GetIdempotency of an expired record", err, apperr.NotFound)
+	wantErr(t, "GetIdempotency of an expired record", err, store.ErrNotFound)
 	must(t, "claim of an expired key", q.CreateIdempotency(ctx, store.IdempotencyRecord{IdempotencyKey: old, State: store.IdemPending,
 		ArgsDigest: sha("b"), CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}))
 	got, err = q.GetIdempotency(ctx, old)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,11 +53,18 @@ func newIssue(t *testing.T, q store.Queries, ws string, title string, at time.Ti
 	return is
 }
 
-// wantCode fails unless err carries code.
-func wantCode(t *testing.T, what string, err error, code apperr.Code) {
+// wantErr fails unless errors.Is(err, kind) (nil kind: unless err is nil). A
+// storage error is plain: it carries no apperr value, since what a client sees of
+// it is the guard's decision (shared/guard), not the backend's.
+func wantErr(t *testing.T, what string, err error, kind error) {
 	t.Helper()
-	if got := apperr.CodeOf(err); got != code {
-		t.Errorf("%s: error code %q (%v), want %q", what, got, err, code)
+	if !errors.Is(err, kind) {
+		t.Errorf("%s: error %v, want %v", what, err, kind)
+		return
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		t.Errorf("%s: %v is an apperr value; a backend returns storage errors (shared/store)", what, err)
 	}
 }
 

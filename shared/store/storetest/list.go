@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -214,10 +213,10 @@ func testCursorValidation(t *testing.T, b Backend) {
 	}
 	for _, tc := range foreign {
 		_, err := q.ListIssues(ctx, tc.ws, tc.f)
-		wantCode(t, "cursor reused with "+tc.name, err, apperr.InvalidArguments)
+		wantErr(t, "cursor reused with "+tc.name, err, store.ErrInvalid)
 	}
 	_, err = q.ListComments(ctx, w.ID, first.ID, store.PageRequest{Cursor: cursor})
-	wantCode(t, "issue cursor on ListComments", err, apperr.InvalidArguments)
+	wantErr(t, "issue cursor on ListComments", err, store.ErrInvalid)
 	if _, err := q.ListComments(ctx, w.ID, "aac-1", store.PageRequest{Limit: 2, Cursor: cpage.NextCursor}); err != nil {
 		t.Errorf("comment cursor with the issue named by key instead of id: %v", err)
 	}
@@ -225,7 +224,7 @@ func testCursorValidation(t *testing.T, b Backend) {
 	_, err = q.CreateComment(ctx, w.ID, second.ID, store.NewComment{Author: "alice", Body: "c", CreatedAt: at})
 	must(t, "CreateComment", err)
 	_, err = q.ListComments(ctx, w.ID, second.ID, store.PageRequest{Cursor: cpage.NextCursor})
-	wantCode(t, "comment cursor on another issue", err, apperr.InvalidArguments)
+	wantErr(t, "comment cursor on another issue", err, store.ErrInvalid)
 
 	malformed := []string{
 		"!!!", "not a cursor", "e30", "bnVsbA", "W10", "eyJ2IjoxfQ", cursor + "x", cursor[:len(cursor)-3],
@@ -234,8 +233,8 @@ func testCursorValidation(t *testing.T, b Backend) {
 	}
 	for _, c := range malformed {
 		_, err := q.ListIssues(ctx, w.ID, store.IssueFilter{Status: "open", PageRequest: store.PageRequest{Cursor: c}})
-		wantCode(t, fmt.Sprintf("ListIssues with cursor %.40q", c), err, apperr.InvalidArguments)
+		wantErr(t, fmt.Sprintf("ListIssues with cursor %.40q", c), err, store.ErrInvalid)
 		_, err = q.ListComments(ctx, w.ID, first.ID, store.PageRequest{Cursor: c})
-		wantCode(t, fmt.Sprintf("ListComments with cursor %.40q", c), err, apperr.InvalidArguments)
+		wantErr(t, fmt.Sprintf("ListComments with cursor %.40q", c), err, store.ErrInvalid)
 	}
 }

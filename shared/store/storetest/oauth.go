@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -97,7 +97,7 @@ func race(fn func(i int) error) []error {
 }
 
 // oneWinner fails unless exactly one error is nil and every other has code loser.
-func oneWinner(t *testing.T, what string, errs []error, loser apperr.Code) (winner int) {
+func oneWinner(t *testing.T, what string, errs []error, loser error) (winner int) {
 	t.Helper()
 	winner = -1
 	for i, err := range errs {
@@ -106,7 +106,7 @@ func oneWinner(t *testing.T, what string, errs []error, loser apperr.Code) (winn
 			t.Errorf("%s: callers %d and %d both succeeded, want exactly one", what, winner, i)
 		case err == nil:
 			winner = i
-		case apperr.CodeOf(err) != loser:
+		case !errors.Is(err, loser):
 			t.Errorf("%s: caller %d got %v, want %s", what, i, err, loser)
 		}
 	}
@@ -183,12 +183,12 @@ func testOAuthClients(t *testing.T, b OAuthBackend) {
 
 	dup := mk(at)
 	dup.ClientID = c1.ClientID
-	wantCode(t, "CreateOAuthClient of an existing id", s.CreateOAuthClient(ctx, dup), apperr.Conflict)
+	wantErr(t, "CreateOAuthClient of an existing id", s.CreateOAuthClient(ctx, dup), store.ErrAlreadyExists)
 	if got, _ := s.GetOAuthClient(ctx, c1.ClientID); got.SecretHash != c1.SecretHash {
 		t.Errorf("refused CreateOAuthClient changed the original: %+v", got)
 	}
 	_, err = s.GetOAuthClient(ctx, uid("client"))
-	wantCode(t, "GetOAuthClient of an unknown id", err, apperr.NotFound)
+	wantErr(t, "GetOAuthClient of an unknown id", err, store.ErrNotFound)
 
 	later := at.Add(30 * time.Minute)
 	must(t, "UpdateOAuthClientUsed", s.UpdateOAuthClientUsed(ctx, c1.ClientID, later))
@@ -199,14 +199,14 @@ func testOAuthClients(t *testing.T, b OAuthBackend) {
 		t.Errorf("after uses at +30m then +1m: last used %v created %v, want %v %v (never moved back)",
 			got.LastUsedAt, got.CreatedAt, later, at)
 	}
-	wantCode(t, "UpdateOAuthClientUsed of an unknown id", s.UpdateOAuthClientUsed(ctx, uid("client"), later), apperr.NotFound)
+	wantErr(t, "UpdateOAuthClientUsed of an unknown id", s.UpdateOAuthClientUsed(ctx, uid("client"), later), store.ErrNotFound)
 
 	// A registration unused for the lapse reads as unknown everywhere.
 	lapsed := mk(time.Now().Add(-store.OAuthClientLapse - time.Hour).Truncate(time.Millisecond))
 	must(t, "CreateOAuthClient (lapsed)", s.CreateOAuthClient(ctx, lapsed))
 	_, err = s.GetOAuthClient(ctx, lapsed.ClientID)
-	wantCode(t, "GetOAuthClient of a lapsed client", err, apperr.NotFound)
-	wantCode(t, "UpdateOAuthClientUsed of a lapsed client", s.UpdateOAuthClientUsed(ctx, lapsed.ClientID, at), apperr.NotFound)
+	wantErr(t, "GetOAuthClient of a lapsed client", err, store.ErrNotFound)
+	wantErr(t, "UpdateOAuthClientUsed of a lapsed client", s.UpdateOAuthClientUsed(ctx, lapsed.ClientID, at), store.ErrNotFound)
 
 	list, err := s.ListOAuthClients(ctx)
 	must(t, "ListOAuthClients", err)
@@ -225,8 +225,8 @@ func testOAuthClients(t *testing.T, b OAuthBackend) {
 
 	must(t, "DeleteOAuthClient", s.DeleteOAuthClient(ctx, c1.ClientID))
 	_, err = s.GetOAuthClient(ctx, c1.ClientID)
-	wantCode(t, "GetOAuthClient after delete", err, apperr.NotFound)
-	wantCode(t, "DeleteOAuthClient again", s.DeleteOAuthClient(ctx, c1.ClientID), apperr.NotFound)
+	wantErr(t, "GetOAuthClient after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteOAuthClient again", s.DeleteOAuthClient(ctx, c1.ClientID), store.ErrNotFound)
 	if _, err := s.GetOAuthClient(ctx, c2.ClientID); err != nil {
 		t.Errorf("deleting one client removed another: %v", err)
 	}
@@ -248,7 +248,7 @@ func testOAuthPending(t *testing.T, b OAuthBackend) {
 	got, err := s.GetOAuthPending(ctx, p.ID)
 	must(t, "GetOAuthPending", err)
 	sameValue(t, "GetOAuthPending", normPending(got), normPending(p))
-	wantCode(t, "CreateOAuthPending of an existing id", s.CreateOAuthPending(ctx, p), apperr.Conflict)
+	wantErr(t, "CreateOAuthPending of an existing id", s.CreateOAuthPending(ctx, p), store.ErrAlreadyExists)
 
 	// Sign-in fills in who the person is, and may leave the scopes to the person.
 	signed := p
@@ -262,24 +262,24 @@ func testOAuthPending(t *testing.T, b OAuthBackend) {
 	must(t, "GetOAuthPending after update", err)
 	sameValue(t, "GetOAuthPending after update", normPending(got), normPending(signed))
 
-	wantCode(t, "UpdateOAuthPending of an unknown id", s.UpdateOAuthPending(ctx, newPending(at)), apperr.NotFound)
+	wantErr(t, "UpdateOAuthPending of an unknown id", s.UpdateOAuthPending(ctx, newPending(at)), store.ErrNotFound)
 	_, err = s.GetOAuthPending(ctx, uid("pend"))
-	wantCode(t, "GetOAuthPending of an unknown id", err, apperr.NotFound)
+	wantErr(t, "GetOAuthPending of an unknown id", err, store.ErrNotFound)
 
 	expired := newPending(at.Add(-2 * time.Hour))
 	must(t, "CreateOAuthPending (expired)", s.CreateOAuthPending(ctx, expired))
 	_, err = s.GetOAuthPending(ctx, expired.ID)
-	wantCode(t, "GetOAuthPending of an expired request", err, apperr.NotFound)
+	wantErr(t, "GetOAuthPending of an expired request", err, store.ErrNotFound)
 	revived := expired
 	revived.ExpiresAt = at.Add(3 * time.Hour)
-	wantCode(t, "UpdateOAuthPending of an expired request", s.UpdateOAuthPending(ctx, revived), apperr.NotFound)
-	wantCode(t, "DeleteOAuthPending of an expired request", s.DeleteOAuthPending(ctx, expired.ID), apperr.NotFound)
+	wantErr(t, "UpdateOAuthPending of an expired request", s.UpdateOAuthPending(ctx, revived), store.ErrNotFound)
+	wantErr(t, "DeleteOAuthPending of an expired request", s.DeleteOAuthPending(ctx, expired.ID), store.ErrNotFound)
 
 	must(t, "DeleteOAuthPending", s.DeleteOAuthPending(ctx, p.ID))
 	_, err = s.GetOAuthPending(ctx, p.ID)
-	wantCode(t, "GetOAuthPending after delete", err, apperr.NotFound)
-	wantCode(t, "DeleteOAuthPending again", s.DeleteOAuthPending(ctx, p.ID), apperr.NotFound)
-	wantCode(t, "UpdateOAuthPending after delete", s.UpdateOAuthPending(ctx, signed), apperr.NotFound)
+	wantErr(t, "GetOAuthPending after delete", err, store.ErrNotFound)
+	wantErr(t, "DeleteOAuthPending again", s.DeleteOAuthPending(ctx, p.ID), store.ErrNotFound)
+	wantErr(t, "UpdateOAuthPending after delete", s.UpdateOAuthPending(ctx, signed), store.ErrNotFound)
 }
 
 // testOAuthPendingSingleUse: a consent form posted many times at once is answered once.
@@ -289,9 +289,9 @@ func testOAuthPendingSingleUse(t *testing.T, b OAuthBackend) {
 		p := newPending(baseTime())
 		must(t, "CreateOAuthPending", s.CreateOAuthPending(ctx, p))
 		errs := race(func(int) error { return s.DeleteOAuthPending(ctx, p.ID) })
-		oneWinner(t, fmt.Sprintf("round %d: concurrent DeleteOAuthPending", round), errs, apperr.NotFound)
+		oneWinner(t, fmt.Sprintf("round %d: concurrent DeleteOAuthPending", round), errs, store.ErrNotFound)
 		_, err := s.GetOAuthPending(ctx, p.ID)
-		wantCode(t, "GetOAuthPending after the race", err, apperr.NotFound)
+		wantErr(t, "GetOAuthPending after the race", err, store.ErrNotFound)
 	}
 }
 
@@ -307,7 +307,7 @@ func testOAuthCodes(t *testing.T, b OAuthBackend) {
 	at := baseTime()
 	c := newCode(at, 2*time.Hour)
 	must(t, "CreateOAuthCode", s.CreateOAuthCode(ctx, c))
-	wantCode(t, "CreateOAuthCode of an existing hash", s.CreateOAuthCode(ctx, c), apperr.Conflict)
+	wantErr(t, "CreateOAuthCode of an existing hash", s.CreateOAuthCode(ctx, c), store.ErrAlreadyExists)
 
 	first := at.Add(time.Second)
 	got, err := s.ConsumeOAuthCode(ctx, c.Hash, first)
@@ -328,11 +328,11 @@ func testOAuthCodes(t *testing.T, b OAuthBackend) {
 	}
 
 	_, err = s.ConsumeOAuthCode(ctx, sha(uid("code")), first)
-	wantCode(t, "ConsumeOAuthCode of an unknown code", err, apperr.NotFound)
+	wantErr(t, "ConsumeOAuthCode of an unknown code", err, store.ErrNotFound)
 	expired := newCode(at.Add(-time.Minute), time.Minute)
 	must(t, "CreateOAuthCode (expired)", s.CreateOAuthCode(ctx, expired))
 	_, err = s.ConsumeOAuthCode(ctx, expired.Hash, first)
-	wantCode(t, "ConsumeOAuthCode of an expired code", err, apperr.NotFound)
+	wantErr(t, "ConsumeOAuthCode of an expired code", err, store.ErrNotFound)
 }
 
 // testOAuthCodeSingleUse: of concurrent redemptions of one code exactly one sees it
@@ -347,11 +347,11 @@ func testOAuthCodeSingleUse(t *testing.T, b OAuthBackend) {
 		var err error
 		codes[i], err = s.ConsumeOAuthCode(ctx, c.Hash, at.Add(time.Duration(i+1)*time.Second))
 		if err == nil && codes[i].UsedAt != nil {
-			return apperr.New(apperr.Conflict, "used already") // a loser, as the server sees it
+			return store.ErrConflict // a loser, as the server sees it
 		}
 		return err
 	})
-	w := oneWinner(t, "concurrent ConsumeOAuthCode", errs, apperr.Conflict)
+	w := oneWinner(t, "concurrent ConsumeOAuthCode", errs, store.ErrConflict)
 	wantUsed := at.Add(time.Duration(w+1) * time.Second)
 	for i, got := range codes {
 		if i != w && (got.UsedAt == nil || !got.UsedAt.Equal(wantUsed)) {
@@ -375,11 +375,11 @@ func testOAuthGrantRotation(t *testing.T, b OAuthBackend) {
 	got, err := s.GetOAuthGrant(ctx, g.ID)
 	must(t, "GetOAuthGrant", err)
 	sameValue(t, "GetOAuthGrant", normGrant(got), normGrant(g))
-	wantCode(t, "CreateOAuthGrant of an existing id", s.CreateOAuthGrant(ctx, g), apperr.Conflict)
+	wantErr(t, "CreateOAuthGrant of an existing id", s.CreateOAuthGrant(ctx, g), store.ErrAlreadyExists)
 	_, err = s.GetOAuthGrant(ctx, uid("grant"))
-	wantCode(t, "GetOAuthGrant of an unknown id", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrant of an unknown id", err, store.ErrNotFound)
 	_, _, err = s.GetOAuthGrantByRefresh(ctx, "")
-	wantCode(t, `GetOAuthGrantByRefresh("") beside an unredeemed grant`, err, apperr.NotFound)
+	wantErr(t, `GetOAuthGrantByRefresh("") beside an unredeemed grant`, err, store.ErrNotFound)
 
 	// The code redemption: from no refresh token to the first.
 	h1, h2, h3 := sha(uid("refresh")), sha(uid("refresh")), sha(uid("refresh"))
@@ -420,22 +420,22 @@ func testOAuthGrantRotation(t *testing.T, b OAuthBackend) {
 		t.Errorf("GetOAuthGrantByRefresh(new) current=%v err=%v, want true nil", current, err)
 	}
 	_, _, err = s.GetOAuthGrantByRefresh(ctx, sha(uid("refresh")))
-	wantCode(t, "GetOAuthGrantByRefresh of an unknown hash", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrantByRefresh of an unknown hash", err, store.ErrNotFound)
 
 	// A stale old hash loses, and changes nothing.
 	stale := store.OAuthRotation{GrantID: g.ID, OldRefreshHash: h1, NewRefreshHash: h3, AccessTokenID: t3, At: at.Add(3 * time.Hour)}
 	_, err = s.UpdateOAuthGrantRotate(ctx, stale)
-	wantCode(t, "UpdateOAuthGrantRotate from a rotated hash", err, apperr.Conflict)
+	wantErr(t, "UpdateOAuthGrantRotate from a rotated hash", err, store.ErrConflict)
 	stale.OldRefreshHash = ""
 	_, err = s.UpdateOAuthGrantRotate(ctx, stale)
-	wantCode(t, "UpdateOAuthGrantRotate from \"\" after the redemption", err, apperr.Conflict)
+	wantErr(t, "UpdateOAuthGrantRotate from \"\" after the redemption", err, store.ErrConflict)
 	if got, _ := s.GetOAuthGrant(ctx, g.ID); !reflect.DeepEqual(normGrant(got), normGrant(want)) {
 		t.Errorf("refused rotations changed the grant: %+v, want %+v", got, want)
 	}
 	_, _, err = s.GetOAuthGrantByRefresh(ctx, h3)
-	wantCode(t, "GetOAuthGrantByRefresh of a refused rotation's hash", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrantByRefresh of a refused rotation's hash", err, store.ErrNotFound)
 	_, err = s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: uid("grant"), OldRefreshHash: h2, NewRefreshHash: h3})
-	wantCode(t, "UpdateOAuthGrantRotate of an unknown grant", err, apperr.NotFound)
+	wantErr(t, "UpdateOAuthGrantRotate of an unknown grant", err, store.ErrNotFound)
 
 	// nil Scopes keeps them.
 	r3 := store.OAuthRotation{GrantID: g.ID, OldRefreshHash: h2, NewRefreshHash: h3, AccessTokenID: t3,
@@ -470,7 +470,7 @@ func testOAuthGrantRotationRace(t *testing.T, b OAuthBackend) {
 			NewRefreshHash: news[i], AccessTokenID: tokens[i], At: at.Add(time.Minute), ExpiresAt: g.ExpiresAt})
 		return err
 	})
-	w := oneWinner(t, "concurrent UpdateOAuthGrantRotate", errs, apperr.Conflict)
+	w := oneWinner(t, "concurrent UpdateOAuthGrantRotate", errs, store.ErrConflict)
 	got, err := s.GetOAuthGrant(ctx, g.ID)
 	must(t, "GetOAuthGrant", err)
 	if got.RefreshHash != news[w] || !slices.Equal(got.AccessTokenIDs, []string{tokens[w]}) {
@@ -480,7 +480,7 @@ func testOAuthGrantRotationRace(t *testing.T, b OAuthBackend) {
 		if i == w {
 			continue
 		}
-		if _, _, err := s.GetOAuthGrantByRefresh(ctx, h); apperr.CodeOf(err) != apperr.NotFound {
+		if _, _, err := s.GetOAuthGrantByRefresh(ctx, h); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("loser %d's refresh hash: %v, want not_found", i, err)
 		}
 	}
@@ -516,12 +516,12 @@ func testOAuthGrantRevocation(t *testing.T, b OAuthBackend) {
 	newHash := sha(uid("refresh"))
 	_, err = s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: g.RefreshHash,
 		NewRefreshHash: newHash, At: at.Add(2 * time.Minute)})
-	wantCode(t, "UpdateOAuthGrantRotate of a revoked grant", err, apperr.Conflict)
+	wantErr(t, "UpdateOAuthGrantRotate of a revoked grant", err, store.ErrConflict)
 	if got, _ := s.GetOAuthGrant(ctx, g.ID); got.RefreshHash != g.RefreshHash {
 		t.Errorf("refused rotation of a revoked grant moved its refresh hash to %q", got.RefreshHash)
 	}
 	_, err = s.UpdateOAuthGrantRevoked(ctx, uid("grant"), first)
-	wantCode(t, "UpdateOAuthGrantRevoked of an unknown grant", err, apperr.NotFound)
+	wantErr(t, "UpdateOAuthGrantRevoked of an unknown grant", err, store.ErrNotFound)
 }
 
 func testOAuthGrantExpiry(t *testing.T, b OAuthBackend) {
@@ -532,14 +532,14 @@ func testOAuthGrantExpiry(t *testing.T, b OAuthBackend) {
 	g.RefreshHash = sha(uid("refresh"))
 	must(t, "CreateOAuthGrant (expired)", s.CreateOAuthGrant(ctx, g))
 	_, err := s.GetOAuthGrant(ctx, g.ID)
-	wantCode(t, "GetOAuthGrant of an expired grant", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrant of an expired grant", err, store.ErrNotFound)
 	_, _, err = s.GetOAuthGrantByRefresh(ctx, g.RefreshHash)
-	wantCode(t, "GetOAuthGrantByRefresh of an expired grant", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrantByRefresh of an expired grant", err, store.ErrNotFound)
 	_, err = s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: g.ID, OldRefreshHash: g.RefreshHash,
 		NewRefreshHash: sha(uid("refresh")), At: at, ExpiresAt: at.Add(time.Hour)})
-	wantCode(t, "UpdateOAuthGrantRotate of an expired grant", err, apperr.NotFound)
+	wantErr(t, "UpdateOAuthGrantRotate of an expired grant", err, store.ErrNotFound)
 	_, err = s.UpdateOAuthGrantRevoked(ctx, g.ID, at)
-	wantCode(t, "UpdateOAuthGrantRevoked of an expired grant", err, apperr.NotFound)
+	wantErr(t, "UpdateOAuthGrantRevoked of an expired grant", err, store.ErrNotFound)
 	list, err := s.ListOAuthGrants(ctx, g.WorkspaceID, "")
 	must(t, "ListOAuthGrants", err)
 	if len(list) != 0 {
@@ -554,7 +554,7 @@ func testOAuthGrantExpiry(t *testing.T, b OAuthBackend) {
 		NewRefreshHash: sha(uid("refresh")), At: at, ExpiresAt: at})
 	must(t, "UpdateOAuthGrantRotate to a past expiry", err)
 	_, _, err = s.GetOAuthGrantByRefresh(ctx, live.RefreshHash)
-	wantCode(t, "GetOAuthGrantByRefresh of an expired grant's rotated hash", err, apperr.NotFound)
+	wantErr(t, "GetOAuthGrantByRefresh of an expired grant's rotated hash", err, store.ErrNotFound)
 }
 
 func testOAuthListGrants(t *testing.T, b OAuthBackend) {
@@ -626,8 +626,8 @@ func testOAuthPolicy(t *testing.T, b OAuthBackend) {
 	must(t, "GetOAuthPolicy", err)
 	sameValue(t, "GetOAuthPolicy after setting an allow-list", p, allow)
 
-	wantCode(t, "UpdateOAuthPolicy with an unknown mode",
-		s.UpdateOAuthPolicy(ctx, store.OAuthPolicy{Mode: "some"}), apperr.InvalidArguments)
+	wantErr(t, "UpdateOAuthPolicy with an unknown mode",
+		s.UpdateOAuthPolicy(ctx, store.OAuthPolicy{Mode: "some"}), store.ErrInvalid)
 	if p, _ := s.GetOAuthPolicy(ctx); !reflect.DeepEqual(p, allow) {
 		t.Errorf("refused UpdateOAuthPolicy changed it to %+v", p)
 	}

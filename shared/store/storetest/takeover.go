@@ -2,12 +2,12 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -31,7 +31,7 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 		settle func(r store.IdempotencyRecord) store.IdempotencyRecord
 		// supersede derives the record the claim names from what was read.
 		supersede func(read store.IdempotencyRecord) *store.IdempotencyRecord
-		wantCode  apperr.Code
+		wantErr   error
 		// wantDigest is the args digest the key holds afterwards.
 		wantDigest string
 	}{
@@ -65,7 +65,7 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 				r.CreatedAt = r.CreatedAt.Add(-time.Millisecond)
 				return &r
 			},
-			wantCode:   apperr.Conflict,
+			wantErr:    store.ErrConflict,
 			wantDigest: sha("dead"),
 		},
 		{
@@ -76,7 +76,7 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 				return r
 			},
 			supersede:  func(r store.IdempotencyRecord) *store.IdempotencyRecord { return &r },
-			wantCode:   apperr.Conflict,
+			wantErr:    store.ErrConflict,
 			wantDigest: sha("slow"),
 		},
 		{
@@ -85,7 +85,7 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 			supersede: func(store.IdempotencyRecord) *store.IdempotencyRecord {
 				return ptr(pending(store.IdempotencyKey{}, "dead", abandonedAt))
 			},
-			wantCode:   apperr.Conflict,
+			wantErr:    store.ErrConflict,
 			wantDigest: sha("live"),
 		},
 	}
@@ -107,7 +107,7 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 			}
 			claim := pending(k, "retry", now)
 			claim.Supersedes = tc.supersede(read)
-			wantCode(t, "takeover", q.CreateIdempotency(ctx, claim), tc.wantCode)
+			wantErr(t, "takeover", q.CreateIdempotency(ctx, claim), tc.wantErr)
 
 			got, err := q.GetIdempotency(ctx, k)
 			must(t, "GetIdempotency after the takeover", err)
@@ -117,10 +117,10 @@ func testIdempotencyTakeover(t *testing.T, b Backend) {
 			if got.Supersedes != nil {
 				t.Errorf("GetIdempotency returned Supersedes %+v; stores never return it", got.Supersedes)
 			}
-			if tc.wantCode == "" && (got.State != store.IdemPending || !got.CreatedAt.Equal(now)) {
+			if tc.wantErr == nil && (got.State != store.IdemPending || !got.CreatedAt.Equal(now)) {
 				t.Errorf("new claim = %+v, want pending created at %v", got, now)
 			}
-			if tc.wantCode != "" && tc.settle == nil && !got.CreatedAt.Equal(tc.stored.CreatedAt) {
+			if tc.wantErr != nil && tc.settle == nil && !got.CreatedAt.Equal(tc.stored.CreatedAt) {
 				t.Errorf("refused takeover changed the stored record: %+v", got)
 			}
 		})
@@ -170,7 +170,7 @@ func testIdempotencyTakeoverRace(t *testing.T, b Backend) {
 			t.Fatalf("round %d: %d takeovers won, want exactly 1", round, len(winners))
 		}
 		for _, err := range others {
-			if apperr.CodeOf(err) != apperr.Conflict {
+			if !errors.Is(err, store.ErrConflict) {
 				t.Errorf("round %d: a losing takeover got %v, want conflict", round, err)
 			}
 		}
@@ -229,7 +229,7 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 		// live). Without it the key keeps the slow call's claim.
 		meanwhile func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord
 		release   bool // the slow call failed and releases its claim; else it settles it
-		wantCode  apperr.Code
+		wantErr   error
 	}{
 		{name: "settle own claim"},
 		{name: "release own claim", release: true},
@@ -238,35 +238,35 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
 				return ptr(takeOver(t, read, live))
 			},
-			wantCode: apperr.Conflict,
+			wantErr: store.ErrConflict,
 		},
 		{
 			name: "settle after a takeover, retry settled",
 			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
 				return ptr(settle(t, takeOver(t, read, live)))
 			},
-			wantCode: apperr.Conflict,
+			wantErr: store.ErrConflict,
 		},
 		{
 			name: "release after a takeover, retry running",
 			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
 				return ptr(takeOver(t, read, live))
 			},
-			release:  true,
-			wantCode: apperr.Conflict,
+			release: true,
+			wantErr: store.ErrConflict,
 		},
 		{
 			name: "release after a takeover, retry settled",
 			meanwhile: func(t *testing.T, read store.IdempotencyRecord) *store.IdempotencyRecord {
 				return ptr(settle(t, takeOver(t, read, live)))
 			},
-			release:  true,
-			wantCode: apperr.Conflict,
+			release: true,
+			wantErr: store.ErrConflict,
 		},
 		{
 			name:      "settle after a takeover the retry released",
 			meanwhile: retryReleased,
-			wantCode:  apperr.NotFound,
+			wantErr:   store.ErrNotFound,
 		},
 		{
 			name:      "release after a takeover the retry released",
@@ -281,7 +281,7 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 				takeOver(t, read, now.Add(-time.Minute))
 				return nil
 			},
-			wantCode: apperr.NotFound,
+			wantErr: store.ErrNotFound,
 		},
 		{
 			name: "release after a takeover whose record expired",
@@ -300,7 +300,7 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 				must(t, "CreateIdempotency (new claim)", q.CreateIdempotency(ctx, r))
 				return &r
 			},
-			wantCode: apperr.Conflict,
+			wantErr: store.ErrConflict,
 		},
 		{
 			name:    "release after the claim expired and the key was claimed anew",
@@ -310,8 +310,8 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 				must(t, "CreateIdempotency (new claim)", q.CreateIdempotency(ctx, r))
 				return &r
 			},
-			release:  true,
-			wantCode: apperr.Conflict,
+			release: true,
+			wantErr: store.ErrConflict,
 		},
 		{name: "release own expired claim", expired: true, release: true},
 	}
@@ -342,9 +342,9 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 				done.State, done.Result, done.ResourceID = store.IdemCompleted, result, "slow"
 				err = q.UpdateIdempotency(ctx, done)
 			}
-			wantCode(t, "the slow call's settle or release", err, tc.wantCode)
+			wantErr(t, "the slow call's settle or release", err, tc.wantErr)
 
-			if tc.meanwhile == nil && tc.wantCode == "" {
+			if tc.meanwhile == nil && tc.wantErr == nil {
 				if tc.release {
 					want = nil
 				} else {
@@ -353,7 +353,7 @@ func testIdempotencySettle(t *testing.T, b Backend) {
 			}
 			got, err := q.GetIdempotency(ctx, k)
 			if want == nil {
-				wantCode(t, "GetIdempotency afterwards", err, apperr.NotFound)
+				wantErr(t, "GetIdempotency afterwards", err, store.ErrNotFound)
 				return
 			}
 			must(t, "GetIdempotency afterwards", err)

@@ -1,12 +1,12 @@
 package storetest
 
 import (
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
@@ -42,14 +42,14 @@ func testTokens(t *testing.T, b Backend) {
 		t.Errorf("GetTokenByHash = %+v, want %+v", got, r2)
 	}
 	_, err = ts.GetTokenByHash(ctx, sha("never minted"))
-	wantCode(t, "GetTokenByHash of an unknown hash", err, apperr.NotFound)
+	wantErr(t, "GetTokenByHash of an unknown hash", err, store.ErrNotFound)
 
 	dupHash := mk(wsA, "mallory", at)
 	dupHash.Hash = r1.Hash
-	wantCode(t, "CreateToken with an existing hash", ts.CreateToken(ctx, dupHash), apperr.Conflict)
+	wantErr(t, "CreateToken with an existing hash", ts.CreateToken(ctx, dupHash), store.ErrAlreadyExists)
 	dupID := mk(wsA, "mallory", at)
 	dupID.TokenID = r1.TokenID
-	wantCode(t, "CreateToken with an existing id", ts.CreateToken(ctx, dupID), apperr.Conflict)
+	wantErr(t, "CreateToken with an existing id", ts.CreateToken(ctx, dupID), store.ErrAlreadyExists)
 	if got, err := ts.GetTokenByHash(ctx, r1.Hash); err != nil || got.UserID != "alice" {
 		t.Errorf("refused CreateToken changed the original: %+v %v", got, err)
 	}
@@ -107,5 +107,5 @@ func testTokens(t *testing.T, b Backend) {
 		t.Errorf("UpdateTokenRevoked returned client %q grant %q, want %q %q", rev.ClientID, rev.GrantID, r2.ClientID, r2.GrantID)
 	}
 	_, err = ts.UpdateTokenRevoked(ctx, auth.NewTokenID(), first)
-	wantCode(t, "UpdateTokenRevoked of an unknown id", err, apperr.NotFound)
+	wantErr(t, "UpdateTokenRevoked of an unknown id", err, store.ErrNotFound)
 }

@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -92,7 +92,7 @@ an existing member keeps theirs; --email "" removes it.`,
 				switch {
 				case err == nil:
 					email = old.Email
-				case !apperr.Is(err, apperr.NotFound):
+				case !errors.Is(err, store.ErrNotFound):
 					return nil, "", err
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"io"
 	"log/slog"
 	"os"
@@ -108,7 +109,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	case errors.As(err, &re):
 		fmt.Fprintf(env.Stderr, "error: %s\n", describe(re.err))
-		if apperr.Is(re.err, apperr.InvalidArguments) {
+		if apperr.Is(re.err, apperr.InvalidArguments) || errors.Is(re.err, store.ErrInvalid) {
 			return ExitUsage
 		}
 		return ExitFailure

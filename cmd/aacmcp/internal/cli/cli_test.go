@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"os"
 	"slices"
 	"strings"
@@ -316,7 +318,7 @@ func TestAdminCommandsSQLite(t *testing.T) {
 	}
 
 	mustRun(t, with("member", "remove", "--workspace", "acme", "--user", "alice")...)
-	if _, err := st.GetMember(ctx, "acme", "alice"); !apperr.Is(err, apperr.NotFound) {
+	if _, err := st.GetMember(ctx, "acme", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetMember after remove = %v, want not_found", err)
 	}
 }

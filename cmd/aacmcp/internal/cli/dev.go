@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -44,7 +44,7 @@ func setupDev(ctx context.Context, s devStore, now time.Time, log *slog.Logger) 
 	now = now.UTC()
 	_, err := s.GetWorkspace(ctx, devWorkspace)
 	switch {
-	case apperr.Is(err, apperr.NotFound):
+	case errors.Is(err, store.ErrNotFound):
 		if err := seedDev(ctx, s, now); err != nil {
 			return nil, fmt.Errorf("seed the dev workspace: %w", err)
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"os"
@@ -82,7 +83,7 @@ func TestDynamoDBBackend(t *testing.T) {
 	if m, err := st.GetMember(ctx, "acme", "alice"); err != nil || m.Role != "admin" || m.Email != "alice@example.com" {
 		t.Errorf("alice = %+v, %v", m, err)
 	}
-	if _, err := st.GetMember(ctx, "acme", "bob"); !apperr.Is(err, apperr.NotFound) {
+	if _, err := st.GetMember(ctx, "acme", "bob"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("bob after remove: %v, want not_found", err)
 	}
 	if _, err := st.GetAgent(ctx, "acme", "bot"); err != nil {

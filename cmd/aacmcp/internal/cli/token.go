@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 )
 
@@ -64,7 +65,7 @@ does not grant issues:read). Known scopes: ` + strings.Join(auth.AllScopes, ", "
 			if err := workspaceExists(c.Context(), s, ws); err != nil {
 				return nil, "", err
 			}
-			if _, err := s.GetMember(c.Context(), ws, user); apperr.Is(err, apperr.NotFound) {
+			if _, err := s.GetMember(c.Context(), ws, user); errors.Is(err, store.ErrNotFound) {
 				fmt.Fprintf(c.ErrOrStderr(), "warning: %s is not a member of %s: every call with this token will be permission_denied until `aacmcp member add`\n", user, ws)
 			} else if err != nil {
 				return nil, "", err
