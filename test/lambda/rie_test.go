@@ -8,6 +8,7 @@ package lambda_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/gateway"
+	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/test/emulator"
 	"github.com/aacworkflow/aacmcp/test/harness"
 	"github.com/aacworkflow/aacmcp/test/lambda/lambdatest"
@@ -253,7 +255,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	if isErr {
 		t.Fatalf("delete with confirm: %s", out)
 	}
-	if _, err := env.Store.GetIssue(ctx, lambdatest.Workspace, created.ID); !apperr.Is(err, apperr.NotFound) {
+	if _, err := env.Store.GetIssue(ctx, lambdatest.Workspace, created.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("issue still readable after delete: %v", err)
 	}
 

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -183,7 +184,7 @@ func checkStore(t *testing.T, st *sqlite.Store, wl *workload, s strictness, f *f
 		}
 		got, err := st.GetIssue(ctx, own.Tenant, id)
 		if own.Deleted {
-			if !apperr.Is(err, apperr.NotFound) {
+			if !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("issue %s was deleted (answered) but the store has it (err %v)", own.Key, err)
 			}
 			continue
