@@ -12,8 +12,12 @@
 -- written before OAuth existed, have NULL there and count as personal tokens.
 -- Requests turned away for their token (reason invalid_token) are left out: no client
 -- is known for them (denied_by_reason_24h counts them).
+-- Under the elicit and require policies a delete starts with a question put to the
+-- person (outcome denied, reason human_confirmation_required, confirmation elicited):
+-- counted as asked, not as denied, since nothing was refused.
 WITH destructive AS (
-    SELECT DISTINCT event_id, substr("timestamp", 1, 10) AS day, coalesce(client_id, '') AS client_id, tool, outcome
+    SELECT DISTINCT event_id, substr("timestamp", 1, 10) AS day, coalesce(client_id, '') AS client_id, tool, outcome,
+        reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited' AS asked
     FROM audit_log
     WHERE destructive
       AND coalesce(event_type, 'tool_call') = 'tool_call'
@@ -25,7 +29,8 @@ SELECT
     client_id,
     tool,
     count(*) AS calls,
-    count_if(outcome = 'denied') AS denied
+    count_if(outcome = 'denied' AND NOT asked) AS denied,
+    count_if(asked) AS asked
 FROM destructive
 GROUP BY day, client_id, tool
 ORDER BY day DESC, calls DESC, client_id, tool

@@ -6,8 +6,12 @@
 -- so rows are deduplicated by event_id first. The dt filter prunes partitions.
 -- Tool calls only: authorization events (event_type 'authorization') share the
 -- table; records of version 1.0 have no event_type (NULL) and are tool calls.
+-- Under the elicit and require policies a delete starts with a question put to the
+-- person (outcome denied, reason human_confirmation_required, confirmation elicited):
+-- counted as asked, not as denied, since nothing was refused.
 WITH destructive AS (
-    SELECT DISTINCT event_id, substr("timestamp", 1, 10) AS call_date, workspace_id, token_id, outcome
+    SELECT DISTINCT event_id, substr("timestamp", 1, 10) AS call_date, workspace_id, token_id, outcome,
+        reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited' AS asked
     FROM audit_log
     WHERE destructive
       AND coalesce(event_type, 'tool_call') = 'tool_call'
@@ -19,7 +23,8 @@ SELECT
     token_id,
     count(*) AS destructive_calls,
     count_if(outcome = 'success') AS succeeded,
-    count_if(outcome = 'denied') AS denied,
+    count_if(outcome = 'denied' AND NOT asked) AS denied,
+    count_if(asked) AS asked,
     count_if(outcome = 'error') AS failed
 FROM destructive
 GROUP BY call_date, workspace_id, token_id

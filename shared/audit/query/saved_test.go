@@ -75,14 +75,18 @@ func TestSavedQueries(t *testing.T) {
 			d.add(3, d.day(1), del, at.Denied("invalid_token"), at.Who("", ""))
 			d.add(1, d.day(1), at.Authorization(audit.ActionGrantRevoked), claude, func(r *audit.Record) { r.Destructive = true })
 			d.add(5, d.day(31), del, at.Confirmed(true), claude)
+			// Day 1, w3: claude's deletes asked of a person (a question each), and a
+			// client that cannot ask refused under require (a denial).
+			d.add(2, d.day(1).Add(4*time.Hour), delc, at.Confirmed(true), at.Denied("human_confirmation_required"), at.Confirmation(audit.ConfirmationElicited), claude, at.Who("w3", "tA"))
+			d.add(1, d.day(1).Add(4*time.Hour), delc, at.Confirmed(true), at.Denied("human_confirmation_required"), at.Confirmation(audit.ConfirmationFlag), claude, at.Who("w3", "tA"))
 			return want{
-				[]string{"day", "client_id", "tool", "calls", "denied"},
+				[]string{"day", "client_id", "tool", "calls", "denied", "asked"},
 				[][]any{
-					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_issue", int64(4), int64(1)},
-					{date(d.day(1)), "", "delete_issue", int64(3), int64(0)},
-					{date(d.day(1)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_issue", int64(2), int64(2)},
-					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_comment", int64(1), int64(0)},
-					{date(d.day(2)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_comment", int64(1), int64(0)},
+					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_comment", int64(4), int64(1), int64(2)},
+					{date(d.day(1)), "https://claude.ai/oauth/mcp-oauth-client-metadata", "delete_issue", int64(4), int64(1), int64(0)},
+					{date(d.day(1)), "", "delete_issue", int64(3), int64(0), int64(0)},
+					{date(d.day(1)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_issue", int64(2), int64(2), int64(0)},
+					{date(d.day(2)), "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD", "delete_comment", int64(1), int64(0), int64(0)},
 				},
 			}
 		}},
@@ -180,13 +184,16 @@ func TestSavedQueries(t *testing.T) {
 			d.add(1, d.day(2), at.Tool("delete_issue"), at.Denied("insufficient_scope"), at.Who("w2", "tC"))
 			d.add(4, d.day(40), at.Tool("delete_issue"), at.Confirmed(true), at.Who("w1", "tA"))
 			d.add(2, d.day(1), at.Authorization(audit.ActionGrantRevoked), at.Who("w1", "tA"), func(r *audit.Record) { r.Destructive = true })
+			// A delete a person confirmed: the question, then the retry.
+			d.add(1, d.day(2).Add(time.Hour), at.Tool("delete_issue"), at.Confirmed(true), at.Denied("human_confirmation_required"), at.Confirmation(audit.ConfirmationElicited), at.Who("w2", "tC"))
+			d.add(1, d.day(2).Add(2*time.Hour), at.Tool("delete_issue"), at.Confirmed(true), at.Confirmation(audit.ConfirmationElicited), at.Who("w2", "tC"))
 			return want{
-				[]string{"call_date", "workspace_id", "token_id", "destructive_calls", "succeeded", "denied", "failed"},
+				[]string{"call_date", "workspace_id", "token_id", "destructive_calls", "succeeded", "denied", "asked", "failed"},
 				[][]any{
-					{date(d.day(1)), "w1", "tA", int64(3), int64(2), int64(1), int64(0)},
-					{date(d.day(1)), "w1", "tB", int64(1), int64(0), int64(0), int64(1)},
-					{date(d.day(2)), "w1", "tA", int64(1), int64(1), int64(0), int64(0)},
-					{date(d.day(2)), "w2", "tC", int64(1), int64(0), int64(1), int64(0)},
+					{date(d.day(1)), "w1", "tA", int64(3), int64(2), int64(1), int64(0), int64(0)},
+					{date(d.day(1)), "w1", "tB", int64(1), int64(0), int64(0), int64(0), int64(1)},
+					{date(d.day(2)), "w2", "tC", int64(3), int64(1), int64(1), int64(1), int64(0)},
+					{date(d.day(2)), "w1", "tA", int64(1), int64(1), int64(0), int64(0), int64(0)},
 				},
 			}
 		}},
@@ -306,10 +313,11 @@ func TestSavedQueries(t *testing.T) {
 			dir := t.TempDir()
 			// Two writers, as two server processes would be; and every other
 			// personal-token tool call as a 1.0 writer left it (no client_id,
-			// event_type or action: NULL in the view, as in Athena).
+			// event_type or action: NULL in the view, as in Athena). A record with a
+			// confirmation kind is 1.3 only: no 1.0 writer could have left it.
 			var legacy, current []audit.Record
 			for i, r := range d.recs {
-				if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" {
+				if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" && r.Confirmation == "" {
 					legacy = append(legacy, r)
 				} else {
 					current = append(current, r)
