@@ -64,10 +64,9 @@ func triggerAutopilotTool(deps Deps) Tool {
 			"required": ["id", "issue_id", "issue_key", "status", "instructions", "requested_by",
 				"attempts", "created_at", "updated_at"]
 		}`),
-		AcceptsIdempotencyKey: true,
-		Write:                 (&autopilotHandler{dispatcher: d}).trigger,
-		ResourceArg:           "issue_id",
-		Args:                  triggerArgs{},
+		Write:       (&autopilotHandler{dispatcher: d}).trigger,
+		ResourceArg: "issue_id",
+		Args:        triggerArgs{},
 	}
 }
 

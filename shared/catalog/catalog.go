@@ -47,7 +47,6 @@ type Tool struct {
 	Scopes                   []string        // all required; never empty
 	InputSchema              json.RawMessage // JSON Schema 2020-12, additionalProperties:false everywhere
 	OutputSchema             json.RawMessage // schema of the success result (an object)
-	AcceptsIdempotencyKey    bool            // create_issue, comment_issue, trigger_autopilot
 	Read                     ReadHandler     // set iff Annotations.ReadOnly
 	Write                    WriteHandler    // set iff !Annotations.ReadOnly
 	// ResourceArg names the argument that holds the issue or comment id the call
@@ -58,6 +57,27 @@ type Tool struct {
 	// JSON type, required properties the fields the schema requires), so the two cannot
 	// drift apart.
 	Args any
+
+	// idempotencyKey is computed by New from InputSchema: see AcceptsIdempotencyKey.
+	idempotencyKey bool
+}
+
+// IdempotencyKeyArg is the argument a retried write carries to get its first result
+// again; the guard handles it, before the tool.
+const IdempotencyKeyArg = "idempotency_key"
+
+// AcceptsIdempotencyKey reports whether the tool takes IdempotencyKeyArg. It is derived
+// from the input schema (which a test checks against Args), never declared beside it,
+// so the guard, tools/list, GET /tools and the README table cannot disagree with what
+// the schema accepts.
+func (t Tool) AcceptsIdempotencyKey() bool { return t.idempotencyKey }
+
+// declaresProperty reports whether schema has a top-level property name.
+func declaresProperty(schema json.RawMessage, name string) bool {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	return json.Unmarshal(schema, &s) == nil && s.Properties[name] != nil
 }
 
 // ResourceID returns the issue or comment id the arguments target ("" if none), for
@@ -118,6 +138,7 @@ func New(deps Deps) *Catalog {
 	tools := make([]Tool, len(regs))
 	for i, r := range regs {
 		tools[i] = r.build(deps)
+		tools[i].idempotencyKey = declaresProperty(tools[i].InputSchema, IdempotencyKeyArg)
 	}
 	c := &Catalog{tools: tools, byName: make(map[string]int, len(tools))}
 	for i, t := range tools {

@@ -74,8 +74,8 @@ func TestCatalogInventory(t *testing.T) {
 				}
 			}
 
-			if tool.AcceptsIdempotencyKey != idemKey {
-				t.Errorf("AcceptsIdempotencyKey = %v, want %v", tool.AcceptsIdempotencyKey, idemKey)
+			if tool.AcceptsIdempotencyKey() != idemKey {
+				t.Errorf("AcceptsIdempotencyKey = %v, want %v", tool.AcceptsIdempotencyKey(), idemKey)
 			}
 			props := schemaProps(t, tool.InputSchema)
 			if _, ok := props["idempotency_key"]; ok != idemKey {
@@ -351,7 +351,7 @@ func TestToolSnapshots(t *testing.T) {
 				"readOnlyHint": tool.Annotations.ReadOnly, "destructiveHint": tool.Annotations.Destructive,
 				"idempotentHint": tool.Annotations.Idempotent, "openWorldHint": tool.Annotations.OpenWorld,
 			},
-			Scopes: tool.Scopes, AcceptsIdempotencyKey: tool.AcceptsIdempotencyKey,
+			Scopes: tool.Scopes, AcceptsIdempotencyKey: tool.AcceptsIdempotencyKey(),
 			InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema,
 		}, "", "  ")
 		if err != nil {

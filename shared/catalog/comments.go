@@ -100,11 +100,10 @@ func commentIssueTool(Deps) Tool {
 			"required": ["issue_id", "body"],
 			"additionalProperties": false
 		}`),
-		OutputSchema:          schema(commentObject),
-		AcceptsIdempotencyKey: true,
-		Write:                 commentIssue,
-		ResourceArg:           "issue_id",
-		Args:                  commentIssueArgs{},
+		OutputSchema: schema(commentObject),
+		Write:        commentIssue,
+		ResourceArg:  "issue_id",
+		Args:         commentIssueArgs{},
 	}
 }
 

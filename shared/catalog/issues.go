@@ -151,10 +151,9 @@ func createIssueTool(Deps) Tool {
 			"required": ["title"],
 			"additionalProperties": false
 		}`),
-		OutputSchema:          schema(issueObject),
-		AcceptsIdempotencyKey: true,
-		Write:                 createIssue,
-		Args:                  createIssueArgs{},
+		OutputSchema: schema(issueObject),
+		Write:        createIssue,
+		Args:         createIssueArgs{},
 	}
 }
 

@@ -23,7 +23,7 @@ func (c *Catalog) MarkdownTable() string {
 		a := t.Annotations
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | `%s` | %s | %s |\n",
 			t.Name, yes(a.ReadOnly), yes(a.Destructive), yes(a.Idempotent), yes(a.OpenWorld),
-			strings.Join(t.Scopes, "` `"), requiredIf(t.RequiresConfirm()), acceptedIf(t.AcceptsIdempotencyKey))
+			strings.Join(t.Scopes, "` `"), requiredIf(t.RequiresConfirm()), acceptedIf(t.AcceptsIdempotencyKey()))
 	}
 	return b.String()
 }

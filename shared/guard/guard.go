@@ -38,7 +38,7 @@ import (
 const DefaultIdempotencyTTL = 24 * time.Hour
 
 // idempotencyKeyArg is the argument name tools with AcceptsIdempotencyKey take.
-const idempotencyKeyArg = "idempotency_key"
+const idempotencyKeyArg = catalog.IdempotencyKeyArg
 
 // The record's caps live in shared/audit/record; these names keep the guard's
 // tests reading naturally.
@@ -319,7 +319,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		return Result{Err: err}
 	}
 	key := ""
-	if t.AcceptsIdempotencyKey {
+	if t.AcceptsIdempotencyKey() {
 		key = a.stringArg(idempotencyKeyArg)
 		record.SetIdempotencyKey(&c.rec, g.digest, key)
 	}

@@ -468,7 +468,7 @@ func mcpTool(t catalog.Tool) mcp.Tool {
 		Meta: &mcp.Meta{AdditionalFields: map[string]any{
 			metaScopes:          t.Scopes,
 			metaRequiresConfirm: t.RequiresConfirm(),
-			metaAcceptsIdemKey:  t.AcceptsIdempotencyKey,
+			metaAcceptsIdemKey:  t.AcceptsIdempotencyKey(),
 		}},
 	}
 }

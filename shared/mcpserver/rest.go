@@ -84,7 +84,7 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 			OutputSchema:          t.OutputSchema,
 			Allowed:               permitted(t),
 			RequiresConfirm:       t.RequiresConfirm(),
-			AcceptsIdempotencyKey: t.AcceptsIdempotencyKey,
+			AcceptsIdempotencyKey: t.AcceptsIdempotencyKey(),
 		})
 	}
 	writeJSON(w, http.StatusOK, list)

@@ -522,7 +522,7 @@ func TestToolDefinitions(t *testing.T) {
 		scopes, _ := json.Marshal(got.Meta["aacmcp/scopes"])
 		wantScopes, _ := json.Marshal(tool.Scopes)
 		if string(scopes) != string(wantScopes) || got.Meta["aacmcp/requires_confirm"] != tool.Annotations.Destructive ||
-			got.Meta["aacmcp/accepts_idempotency_key"] != tool.AcceptsIdempotencyKey {
+			got.Meta["aacmcp/accepts_idempotency_key"] != tool.AcceptsIdempotencyKey() {
 			t.Errorf("%s: _meta = %v", tool.Name, got.Meta)
 		}
 	}
@@ -615,7 +615,7 @@ func TestGetToolsForViewer(t *testing.T) {
 	for _, ti := range list.Tools {
 		tool, _ := s.w.Catalog.Lookup(ti.Name)
 		if ti.Allowed != (ti.Name == "list_comments") || ti.RequiresConfirm != tool.Annotations.Destructive ||
-			ti.AcceptsIdempotencyKey != tool.AcceptsIdempotencyKey || len(ti.InputSchema) == 0 || len(ti.OutputSchema) == 0 ||
+			ti.AcceptsIdempotencyKey != tool.AcceptsIdempotencyKey() || len(ti.InputSchema) == 0 || len(ti.OutputSchema) == 0 ||
 			ti.Annotations.ReadOnlyHint != tool.Annotations.ReadOnly {
 			t.Errorf("%+v", ti)
 		}

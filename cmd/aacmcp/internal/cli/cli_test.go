@@ -98,7 +98,7 @@ func TestToolsTableAndJSON(t *testing.T) {
 			g.Annotations.OpenWorldHint != tool.Annotations.OpenWorld ||
 			strings.Join(g.Scopes, ",") != strings.Join(tool.Scopes, ",") ||
 			g.RequiresConfirm != tool.Annotations.Destructive ||
-			g.AcceptsIdempotencyKey != tool.AcceptsIdempotencyKey {
+			g.AcceptsIdempotencyKey != tool.AcceptsIdempotencyKey() {
 			t.Errorf("tool %d: got %+v, catalog has %+v", i, g, tool)
 		}
 		if !json.Valid(g.InputSchema) || !json.Valid(g.OutputSchema) {

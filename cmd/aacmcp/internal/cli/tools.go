@@ -52,7 +52,7 @@ boolean confirm: true in their arguments.`,
 							IdempotentHint: t.Annotations.Idempotent, OpenWorldHint: t.Annotations.OpenWorld,
 						},
 						Scopes: t.Scopes, RequiresConfirm: t.Annotations.Destructive,
-						AcceptsIdempotencyKey: t.AcceptsIdempotencyKey,
+						AcceptsIdempotencyKey: t.AcceptsIdempotencyKey(),
 						InputSchema:           t.InputSchema, OutputSchema: t.OutputSchema,
 					})
 				}
