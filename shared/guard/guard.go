@@ -306,6 +306,9 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	if t.RequiresConfirm() && !a.confirmed() {
 		return Result{Err: apperr.New(apperr.DestructiveFlagMissing, "confirm: true required for destructive operations")}
 	}
+	if g.parallelReads {
+		return g.runOverlapped(ctx, c, *p, t, a)
+	}
 	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {
 		return Result{Err: err}
 	}
