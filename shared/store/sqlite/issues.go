@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -167,6 +168,9 @@ func fold(s string) string { return strings.ToLower(s) }
 // issues (bench/REPORT.md section 7; TestLabelDeletePlan).
 const deleteLabelsSQL = `DELETE FROM issue_labels INDEXED BY issue_labels_by_issue WHERE workspace_id = ? AND issue_id = ?`
 
+// touchLabelsSQL moves an issue's label rows to its new updated_at.
+const touchLabelsSQL = `UPDATE issue_labels INDEXED BY issue_labels_by_issue SET updated_at = ? WHERE workspace_id = ? AND issue_id = ?`
+
 func writeLabels(x q, ws, issueID string, labels []string, updated time.Time) error {
 	if _, err := x.exec(deleteLabelsSQL, ws, issueID); err != nil {
 		return err
@@ -278,7 +282,12 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return errors.Join(err, errors.New("sqlite: issue row changed inside a write transaction"))
 		}
-		if err := writeLabels(x, ws, cur.ID, next.Labels, next.UpdatedAt); err != nil {
+		if slices.Equal(cur.Labels, next.Labels) {
+			// Same labels: their rows only carry the new updated_at (list order).
+			if _, err := x.exec(touchLabelsSQL, nanos(next.UpdatedAt), ws, cur.ID); err != nil {
+				return err
+			}
+		} else if err := writeLabels(x, ws, cur.ID, next.Labels, next.UpdatedAt); err != nil {
 			return err
 		}
 		out, changed = next, true
