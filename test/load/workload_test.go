@@ -535,7 +535,9 @@ func tailSummary(sorted []call) string {
 	for t := range byTool {
 		tools = append(tools, t)
 	}
-	sort.Slice(tools, func(i, j int) bool { return byTool[tools[i]] > byTool[tools[j]] || byTool[tools[i]] == byTool[tools[j]] && tools[i] < tools[j] })
+	sort.Slice(tools, func(i, j int) bool {
+		return byTool[tools[i]] > byTool[tools[j]] || byTool[tools[i]] == byTool[tools[j]] && tools[i] < tools[j]
+	})
 	var parts []string
 	for _, t := range tools[:min(4, len(tools))] {
 		parts = append(parts, fmt.Sprintf("%s %d", t, byTool[t]))
