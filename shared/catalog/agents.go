@@ -2,6 +2,9 @@ package catalog
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -49,13 +52,30 @@ func assignIssueToAgent(ctx context.Context, c Call, q store.Queries) (any, erro
 		return nil, err
 	}
 	ws := c.Principal.WorkspaceID
+	// Two independent reads, issued together (one round trip on DynamoDB); the
+	// issue's not_found still outranks the agent's.
+	var (
+		iss      store.Issue
+		agent    store.Agent
+		agentErr error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				agentErr = apperr.Internal(fmt.Errorf("panic reading the agent: %v", r))
+			}
+		}()
+		agent, agentErr = q.GetAgent(ctx, ws, a.AgentID)
+	}()
 	iss, err := q.GetIssue(ctx, ws, a.IssueID)
+	<-done
 	if err != nil {
 		return nil, err
 	}
-	agent, err := q.GetAgent(ctx, ws, a.AgentID)
-	if err != nil {
-		return nil, err
+	if agentErr != nil {
+		return nil, agentErr
 	}
 	assignee := &store.Assignee{Type: "agent", ID: agent.ID}
 	// The store writes nothing when the agent already holds the issue (same version,

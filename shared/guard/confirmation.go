@@ -34,7 +34,10 @@ type InputRequired struct {
 // tool would perform, and no nonce is spent on any other. Proceeding is safe
 // because the tool judges the same item by the same role: ids are never reused,
 // and keys come from a sequence that never goes back.
-func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, role store.Role, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
+//
+// roleOf gives the caller's role, waiting for the member check where that runs
+// beside this step (runOverlapped); it is asked only once the item is read.
+func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, roleOf func() store.Role, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
 	policy, aerr := g.DestructiveConfirmation(ctx, p.WorkspaceID)
 	if aerr != nil {
 		return nil, aerr
@@ -69,7 +72,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		return nil, nil
 	case aerr != nil:
 		return nil, aerr
-	case !catalog.MayDelete(role, p.UserID, owner):
+	case !catalog.MayDelete(roleOf(), p.UserID, owner):
 		return nil, nil
 	}
 	// The person is asked now, or their answer judged: whatever the verdict,

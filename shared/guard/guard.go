@@ -87,8 +87,8 @@ type Guard struct {
 	// tool answers internal_error.
 	schemas map[string]*toolSchema
 	// parallelReads: the store's calls are network round trips (ConcurrentReads),
-	// so they are overlapped: a read-only call reads the member record beside the
-	// handler's read (invokeRead), and finish updates usage beside the audit write.
+	// so they are overlapped: the limiter and the member check run beside the
+	// handler (runOverlapped), and finish updates usage beside the audit write.
 	// On an in-process store both run in sequence, with no goroutines.
 	parallelReads bool
 	confirms      store.Confirmations
@@ -312,6 +312,9 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		// raises it to elicited once the person is asked.
 		record.SetConfirmation(&c.rec, audit.ConfirmationFlag)
 	}
+	if g.parallelReads {
+		return g.runOverlapped(ctx, c, *p, t, a)
+	}
 	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {
 		return Result{Err: err}
 	}
@@ -331,7 +334,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		return Result{Err: err}
 	}
 	if t.Annotations.Destructive {
-		ir, err := g.humanConfirmation(ctx, c, *p, role, t, a)
+		ir, err := g.humanConfirmation(ctx, c, *p, func() store.Role { return role }, t, a)
 		if err != nil {
 			return Result{Err: err}
 		}
@@ -408,41 +411,15 @@ type concurrentReader interface {
 	ConcurrentReads() bool
 }
 
-// invokeRead runs a read-only tool's handler after the member check, or, on a
-// store that gains from it (concurrentReader), while the caller's member record is
-// read: the two reads are independent, so on DynamoDB the call waits for one round
-// trip instead of two. In that case the handler's result is used only if the
-// member check passes, so a non-member or an invalid role still gets
-// permission_denied (and never the data), exactly as if the check had run first;
-// a read-only handler changes nothing, so having run it is harmless. Read-only
-// handlers see no Role (no read-only tool depends on it: reads are the same for
-// every role).
+// invokeRead runs a read-only tool's handler after the member check, on a store
+// whose reads are in-process work (a network store overlaps them instead:
+// runOverlapped). Read-only handlers see no Role (no read-only tool depends on it:
+// reads are the same for every role).
 func (g *Guard) invokeRead(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
-	tc := catalog.Call{Principal: p, Args: a.raw, Now: c.now}
-	if !g.parallelReads {
-		if _, err := g.role(ctx, p, t); err != nil {
-			return Result{Err: err}
-		}
-		return g.invoke(ctx, c, tc)
+	if _, err := g.role(ctx, p, t); err != nil {
+		return Result{Err: err}
 	}
-	var roleErr *apperr.Error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() {
-			if r := recover(); r != nil {
-				g.log.Error("panic reading the member record", "tool", t.Name, "panic", fmt.Sprint(r))
-				roleErr = apperr.Internal(fmt.Errorf("panic: %v", r))
-			}
-		}()
-		_, roleErr = g.role(ctx, p, t)
-	}()
-	res := g.invoke(ctx, c, tc)
-	<-done
-	if roleErr != nil {
-		return Result{Err: roleErr}
-	}
-	return res
+	return g.invoke(ctx, c, catalog.Call{Principal: p, Args: a.raw, Now: c.now})
 }
 
 // readerOnly hides the Writer half of the store from read-only handlers, so that

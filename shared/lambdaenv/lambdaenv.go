@@ -175,9 +175,14 @@ func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("function", function)
 }
 
-// AWSConfig loads the SDK configuration the usual way (AWS_REGION, the execution
-// role's credentials, AWS_ENDPOINT_URL_DYNAMODB / _KINESIS for the emulator tests).
+// AWSConfig loads the SDK configuration (AWS_REGION, the execution role's
+// credentials, AWS_ENDPOINT_URL_DYNAMODB / _KINESIS for the emulator tests): from
+// the variables alone when Lambda's are all there is (lambdaAWSConfig), else the
+// usual way.
 func AWSConfig(ctx context.Context) (aws.Config, error) {
+	if cfg, ok := awsConfigFast(); ok {
+		return cfg, nil
+	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -495,16 +496,59 @@ func (wl *workload) unexpected(c call, why string) {
 
 // summary of latencies for the log.
 func latencySummary(calls []call) string {
-	var ds []time.Duration
+	var ans []call
 	for _, c := range calls {
 		if c.Responded {
-			ds = append(ds, c.Latency)
+			ans = append(ans, c)
 		}
 	}
-	if len(ds) == 0 {
+	if len(ans) == 0 {
 		return "no answered calls"
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
-	return fmt.Sprintf("p50 %v, p95 %v, p99 %v, max %v", q(0.50).Round(time.Microsecond), q(0.95).Round(time.Microsecond), q(0.99).Round(time.Microsecond), ds[len(ds)-1].Round(time.Microsecond))
+	sort.Slice(ans, func(i, j int) bool { return ans[i].Latency < ans[j].Latency })
+	q := func(p float64) time.Duration { return ans[min(len(ans)-1, int(p*float64(len(ans))))].Latency }
+	return fmt.Sprintf("p50 %v, p95 %v, p99 %v, max %v; %s", q(0.50).Round(time.Microsecond), q(0.95).Round(time.Microsecond),
+		q(0.99).Round(time.Microsecond), ans[len(ans)-1].Latency.Round(time.Microsecond), tailSummary(ans))
+}
+
+// tailSummary says what the slowest 1% of the answered calls (sorted by latency)
+// were: the share of writes among them against their share of all calls, and the
+// tools most often there. It is where docs/security.md's account of the soak tail
+// comes from.
+func tailSummary(sorted []call) string {
+	tail := sorted[len(sorted)-max(1, len(sorted)/100):]
+	isWrite := func(c call) bool { return writeTools[c.Tool] }
+	writes, tailWrites := 0, 0
+	for _, c := range sorted {
+		if isWrite(c) {
+			writes++
+		}
+	}
+	byTool := map[string]int{}
+	for _, c := range tail {
+		byTool[c.Tool]++
+		if isWrite(c) {
+			tailWrites++
+		}
+	}
+	tools := make([]string, 0, len(byTool))
+	for t := range byTool {
+		tools = append(tools, t)
+	}
+	sort.Slice(tools, func(i, j int) bool {
+		return byTool[tools[i]] > byTool[tools[j]] || byTool[tools[i]] == byTool[tools[j]] && tools[i] < tools[j]
+	})
+	var parts []string
+	for _, t := range tools[:min(4, len(tools))] {
+		parts = append(parts, fmt.Sprintf("%s %d", t, byTool[t]))
+	}
+	return fmt.Sprintf("slowest 1%% (%d calls, from %v): %.0f%% writes (%.0f%% of all calls); %s",
+		len(tail), tail[0].Latency.Round(time.Microsecond), 100*float64(tailWrites)/float64(len(tail)),
+		100*float64(writes)/float64(len(sorted)), strings.Join(parts, ", "))
+}
+
+// writeTools are the tools that write (every other tool of the workload only reads).
+var writeTools = map[string]bool{
+	"create_issue": true, "update_issue": true, "comment_issue": true, "assign_issue_to_agent": true,
+	"trigger_autopilot": true, "delete_comment": true, "delete_issue": true,
 }

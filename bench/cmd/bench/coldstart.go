@@ -15,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 )
 
 // coldStart measures, for functions/mcp and the bare mcp-go Lambda, the time from
@@ -34,50 +37,71 @@ func (b *bench) coldStart(ctx context.Context) error {
 		"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:9",
 		"AACMCP_TABLE=bench-main", "AACMCP_TOKENS_TABLE=bench-tokens", "AACMCP_AUDIT_STREAM=bench-audit",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=30", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+		// No Secrets Manager here: the keys' explicit per-instance opt-ins (as the
+		// emulator tests run it). Reading the secrets is a network call the bare
+		// Lambda has no counterpart of.
+		mcpfn.EnvHMACKeyEphemeral + "=true", confirm.EnvKeyEphemeral + "=true",
 	}
 	type fn struct{ name, bin string }
 	fns := []fn{{"functions/mcp", b.bins.mcpLambda}, {"bare mcp-go Lambda", b.bins.bareLambda}}
 	const starts = 10
 	total := map[string][]float64{}
+	fromInvoke := map[string][]float64{}
 	inits := map[string][]float64{}
-	var ratios []float64
+	var ratios, invokeRatios, initRatios []float64
 	for i := range starts {
 		round := map[string]float64{}
 		for _, f := range rotate(fns, i) {
-			d, initMS, err := b.oneColdStart(ctx, f.bin, env, event)
+			run, err := b.oneColdStart(ctx, f.bin, env, event)
 			if err != nil {
 				return fmt.Errorf("%s: %w", f.name, err)
 			}
-			total[f.name] = append(total[f.name], float64(d))
-			if initMS > 0 {
-				inits[f.name] = append(inits[f.name], initMS)
+			total[f.name] = append(total[f.name], float64(run.total))
+			fromInvoke[f.name] = append(fromInvoke[f.name], float64(run.fromInvoke))
+			if run.initMS > 0 {
+				inits[f.name] = append(inits[f.name], run.initMS)
+				round["init "+f.name] = run.initMS
 			}
-			round[f.name] = float64(d)
+			round[f.name] = float64(run.total)
+			round["invoke "+f.name] = float64(run.fromInvoke)
 		}
 		ratios = append(ratios, round[fns[0].name]/round[fns[1].name])
+		invokeRatios = append(invokeRatios, round["invoke "+fns[0].name]/round["invoke "+fns[1].name])
+		if a, b := round["init "+fns[0].name], round["init "+fns[1].name]; a > 0 && b > 0 {
+			initRatios = append(initRatios, a/b)
+		}
 	}
 	sec := reportSection("3. Lambda cold start under the Runtime Interface Emulator",
 		fmt.Sprintf("Each start launches a fresh `aws-lambda-rie` (the version go.mod pins) with the bootstrap "+
 			"built as deployed (linux, CGO off, `-tags lambda.norpc -trimpath -ldflags \"-s -w\"`, host arch), "+
 			"waits for its port, and POSTs events/apigw/01-initialize.json (API Gateway REST proxy event with MCP "+
-			"initialize); the time runs from the emulator's process start to the response (the function itself "+
-			"starts at that first invoke). %d fresh starts each, interleaved; medians. Init duration is the "+
-			"figure the emulator reports for the function's init phase. functions/mcp compiles a tool's input "+
-			"schema on that tool's first call (about 0.2 ms each), not at init.", starts),
-		[]string{"function", "start to initialize answer (median)", "all starts", "init duration (median)"})
+			"initialize). The emulator starts the function process at that first invoke, so the time from the "+
+			"POST to the answer is the function's own start (exec, package initializers, main's setup, the "+
+			"runtime API handshake) to its first answer, without the emulator's start: the goal's figure. The "+
+			"time from the emulator's process start is shown beside it. Init duration is the figure the emulator "+
+			"reports for the function's init phase (process start to its first /next). %d fresh starts each, "+
+			"interleaved; medians, and the median of the per-start ratios. functions/mcp compiles a tool's "+
+			"input schema on that tool's first call (about 0.2 ms each), not at init.", starts),
+		[]string{"function", "first invoke to answer (median)", "all starts", "init duration (median)", "emulator start to answer (median)"})
 	for _, f := range fns {
 		var all []string
-		for _, v := range total[f.name] {
+		for _, v := range fromInvoke[f.name] {
 			all = append(all, dur(v))
 		}
 		initS := "not reported"
 		if len(inits[f.name]) > 0 {
 			initS = fmt.Sprintf("%.1f ms", median(inits[f.name]))
 		}
-		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(median(total[f.name])), fmt.Sprint(all), initS})
+		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(median(fromInvoke[f.name])), fmt.Sprint(all), initS, dur(median(total[f.name]))})
 	}
-	r := median(ratios)
-	b.addGoal("3. cold start vs bare mcp-go Lambda", "<= 1.5x", fmt.Sprintf("%.2fx", r), r <= 1.5, "")
+	r := median(invokeRatios)
+	b.addGoal("3. cold start vs bare mcp-go Lambda (first invoke to answer)", "<= 1.5x", fmt.Sprintf("%.2fx", r), r <= 1.5,
+		"see section 3: the package initializers and main's setup that bare does not run")
+	ratioLine := fmt.Sprintf("Per-start ratios, median: first invoke to answer %.2fx; emulator start to answer %.2fx", r, median(ratios))
+	if len(initRatios) > 0 {
+		ratioLine += fmt.Sprintf("; init duration %.2fx", median(initRatios))
+	}
+	sec.After = append(sec.After, ratioLine+".")
 
 	sizes := [][2]string{{"functions/mcp (arm64, stripped)", b.bins.mcpLambdaArm}, {"bare mcp-go Lambda (arm64, stripped)", b.bins.bareLambdaArm}}
 	sec.After = append(sec.After, "Binary sizes, built with `GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags \"-s -w\"`:")
@@ -137,16 +161,24 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// coldRun is one cold start: from the emulator's start and from the first invoke
+// (the emulator starts the function then) to the answer, and the emulator's init
+// duration.
+type coldRun struct {
+	total, fromInvoke time.Duration
+	initMS            float64
+}
+
 // oneColdStart runs one fresh emulator with bin and returns the time from its start
 // to the initialize answer, and the init duration it reported (0 if none).
-func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, event []byte) (time.Duration, float64, error) {
+func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, event []byte) (coldRun, error) {
 	port, err := freePort()
 	if err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
 	apiPort, err := freePort()
 	if err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
 	out := &syncBuf{}
 	cmd := exec.Command(b.bins.rie,
@@ -157,7 +189,7 @@ func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, even
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -174,31 +206,33 @@ func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, even
 		}
 		select {
 		case <-done:
-			return 0, 0, fmt.Errorf("emulator exited: %s", out.String())
+			return coldRun{}, fmt.Errorf("emulator exited: %s", out.String())
 		case <-ctx.Done():
-			return 0, 0, ctx.Err()
+			return coldRun{}, ctx.Err()
 		case <-time.After(2 * time.Millisecond):
 		}
 		if time.Since(start) > 20*time.Second {
-			return 0, 0, fmt.Errorf("emulator did not listen: %s", out.String())
+			return coldRun{}, fmt.Errorf("emulator did not listen: %s", out.String())
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/2015-03-31/functions/function/invocations", bytes.NewReader(event))
 	if err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
+	invoked := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	elapsed := time.Since(start)
+	sinceInvoke := time.Since(invoked)
 	if err != nil {
-		return 0, 0, err
+		return coldRun{}, err
 	}
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`protocolVersion`)) || !bytes.Contains(body, []byte(`"statusCode":200`)) {
-		return 0, 0, fmt.Errorf("initialize answered %d: %.400s\n%s", resp.StatusCode, body, out.String())
+		return coldRun{}, fmt.Errorf("initialize answered %d: %.400s\n%s", resp.StatusCode, body, out.String())
 	}
 	// The emulator prints its report lines after the response; give it a moment.
 	var initMS float64
@@ -213,5 +247,5 @@ func (b *bench) oneColdStart(ctx context.Context, bin string, env []string, even
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return elapsed, initMS, nil
+	return coldRun{total: elapsed, fromInvoke: sinceInvoke, initMS: initMS}, nil
 }

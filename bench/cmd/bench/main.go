@@ -49,12 +49,12 @@ type bench struct {
 }
 
 type binaries struct {
-	aacmcp, bare, rie           string
-	mcpLambda, bareLambda       string // host arch, for the emulator
-	mcpLambdaArm, bareLambdaArm string // arm64, for the size goal
+	aacmcp, bare, bareWrite, rie string
+	mcpLambda, bareLambda        string // host arch, for the emulator
+	mcpLambdaArm, bareLambdaArm  string // arm64, for the size goal
 }
 
-var sections = []string{"throughput", "scale", "handler", "coldstart", "roundtrips", "audit"}
+var sections = []string{"throughput", "scale", "handler", "coldstart", "writes", "roundtrips", "audit"}
 
 func main() {
 	var o options
@@ -122,6 +122,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		{"scale", b.scale},
 		{"handler", b.handler},
 		{"coldstart", b.coldStart},
+		{"writes", b.writes},
 		{"roundtrips", b.roundTrips},
 		{"audit", b.auditQueries},
 	}
@@ -161,7 +162,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 func (b *bench) build(ctx context.Context) error {
 	bin := func(n string) string { return filepath.Join(b.work, "bin", n) }
 	b.bins = binaries{
-		aacmcp: bin("aacmcp"), bare: bin("bare"), rie: bin("aws-lambda-rie"),
+		aacmcp: bin("aacmcp"), bare: bin("bare"), bareWrite: bin("barewrite"), rie: bin("aws-lambda-rie"),
 		mcpLambda: bin("mcp/bootstrap"), bareLambda: bin("bare-lambda/bootstrap"),
 		mcpLambdaArm: bin("arm64/mcp/bootstrap"), bareLambdaArm: bin("arm64/bare-lambda/bootstrap"),
 	}
@@ -176,6 +177,7 @@ func (b *bench) build(ctx context.Context) error {
 	jobs := []job{
 		{b.bins.aacmcp, "./cmd/aacmcp", nil, nil},
 		{b.bins.bare, "./bench/cmd/bare", nil, nil},
+		{b.bins.bareWrite, "./bench/cmd/barewrite", nil, nil},
 	}
 	if b.enabled("coldstart") {
 		jobs = append(jobs,

@@ -169,3 +169,14 @@ func errorResponse(status int, e *apperr.Error) events.APIGatewayProxyResponse {
 		Body: string(b) + "\n",
 	}
 }
+
+// Drain waits until the store's writes after earlier answers have finished, or ctx
+// is done; unlike Close it leaves them in the background for later calls. For
+// measurements that attribute those writes to the call that caused them
+// (bench/cmd/bench).
+func (f *Function) Drain(ctx context.Context) error {
+	if d, ok := f.store.(interface{ Drain(context.Context) error }); ok {
+		return d.Drain(ctx)
+	}
+	return nil
+}

@@ -41,19 +41,6 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	if checkWS(ws) != nil || !validPart(r.IssueID) {
 		return store.AutopilotRun{}, notFound("issue")
 	}
-	// The issue must exist (the embedded store's foreign key).
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:            aws.String(s.table),
-		Key:                  key(issuePK(ws, r.IssueID), skMeta),
-		ProjectionExpression: aws.String("PK"),
-		ConsistentRead:       aws.Bool(true),
-	})
-	if err != nil {
-		return store.AutopilotRun{}, fail(op, err)
-	}
-	if len(out.Item) == 0 {
-		return store.AutopilotRun{}, notFound("issue")
-	}
 	r.CreatedAt = s.orNow(r.CreatedAt)
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
@@ -69,37 +56,95 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 		attrPK: avS(runRefPK(ws, r.ID)), attrSK: avS(skMeta),
 		"issue_id": avS(r.IssueID), "nonce": avS(n),
 	}
-	// The lookup item first, the run second: a crash in between leaves a lookup that
-	// points at no run (UpdateAutopilotRun answers not_found). The nonce lets a retried
-	// put pass its own condition while another call reusing the id is a conflict.
-	for _, x := range []item{ref, it} {
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 aws.String(s.table),
-			Item:                      x,
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return store.AutopilotRun{}, store.Errorf(store.ErrAlreadyExists, "autopilot run id already used")
+	// The issue must exist (the embedded store's foreign key). It is read beside the
+	// two puts, not before them: one round trip instead of two; a run written for a
+	// missing issue is taken back before the call answers. A crash between the puts
+	// leaves a lookup item that points at no run (UpdateAutopilotRun answers
+	// not_found) or a run without one, found in its issue's partition only (and
+	// updated through its issue id, see UpdateAutopilotRun). The nonce lets a
+	// retried put pass its own condition while another call reusing the id is a
+	// conflict.
+	put := func(x item) func() error {
+		return func() error {
+			_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:                 aws.String(s.table),
+				Item:                      x,
+				ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+				ExpressionAttributeValues: item{":n": avS(n)},
+			})
+			if conditionFailed(err) {
+				return store.Errorf(store.ErrAlreadyExists, "autopilot run id already used")
+			}
+			return fail(op, err)
 		}
+	}
+	var exists bool
+	errs := together(func() error {
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:            aws.String(s.table),
+			Key:                  key(issuePK(ws, r.IssueID), skMeta),
+			ProjectionExpression: aws.String("PK"),
+			ConsistentRead:       aws.Bool(true),
+		})
 		if err != nil {
+			return fail(op, err)
+		}
+		exists = len(out.Item) > 0
+		return nil
+	}, put(ref), put(it))
+	if errs[0] == nil && exists && errs[1] == nil && errs[2] == nil {
+		return r, nil
+	}
+	// Take back what was written: the items of ours that succeeded (by our nonce).
+	for i, k := range []item{key(runRefPK(ws, r.ID), skMeta), key(issuePK(ws, r.IssueID), skRun+r.ID)} {
+		if errs[i+1] != nil {
+			continue
+		}
+		if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       k,
+			ConditionExpression:       aws.String("nonce = :n"),
+			ExpressionAttributeValues: item{":n": avS(n)},
+		}); err != nil && !conditionFailed(err) {
 			return store.AutopilotRun{}, fail(op, err)
 		}
 	}
-	return r, nil
+	for _, err := range errs {
+		if err != nil {
+			return store.AutopilotRun{}, err
+		}
+	}
+	return store.AutopilotRun{}, notFound("issue")
 }
 
-// UpdateAutopilotRun implements store.Writer: the run's lookup item names its issue,
-// then one UpdateItem. SET is idempotent, so a retried request is harmless.
+// UpdateAutopilotRun implements store.Writer: one UpdateItem of the run in the
+// partition of the issue it names (the lookup item is read only when the run is not
+// there). SET is idempotent, so a retried request is harmless.
 func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
 	const op = "UpdateAutopilotRun"
 	if checkWS(ws) != nil || !validPart(r.ID) {
 		return store.AutopilotRun{}, notFound("autopilot run")
 	}
+	// The run names its issue: update it there at once, and follow the lookup item
+	// only if it is not there (an issue id the caller got wrong).
+	if validPart(r.IssueID) {
+		got, err := s.updateRun(ctx, ws, r.IssueID, r)
+		if !errors.Is(err, store.ErrNotFound) {
+			return got, err
+		}
+	}
 	issueID, err := s.follow(ctx, s.table, key(runRefPK(ws, r.ID), skMeta), "issue_id", "autopilot run", op)
 	if err != nil {
 		return store.AutopilotRun{}, err
 	}
+	if issueID == r.IssueID {
+		return store.AutopilotRun{}, notFound("autopilot run")
+	}
+	return s.updateRun(ctx, ws, issueID, r)
+}
+
+// updateRun is UpdateAutopilotRun's one UpdateItem on the run in issueID's partition.
+func (s *Store) updateRun(ctx context.Context, ws, issueID string, r store.AutopilotRun) (store.AutopilotRun, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(issuePK(ws, issueID), skRun+r.ID),

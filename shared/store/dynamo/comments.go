@@ -26,12 +26,16 @@ func decodeComment(it item) (store.Comment, error) {
 
 // CreateComment implements store.Writer.
 //
-// Writes, in this order: (1) the comment's lookup item, (2) the comment, (3) the
-// issue's comment_count. Both puts carry a per-call nonce so that a retried request
-// passes its own condition, while another call reusing the id is a conflict. A crash
-// after (1) leaves a lookup item that points at no comment (reads as not_found); after
-// (2) a comment the count lacks (known limit: no transactions; the count is one low
-// until the comment is deleted).
+// Writes (1) the comment's lookup item, which claims the id, then (2) the comment and
+// (3) the issue's comment_count together: two round trips. Both puts carry a per-call
+// nonce so that a retried request passes its own condition, while another call
+// reusing the id is a conflict. A crash after (1) alone leaves a lookup item that
+// points at no comment (reads as not_found); with (3) but not (2), a count one high
+// and no comment; with (2) but not (3), a comment the count lacks (known limits: no
+// transactions; the count is off by one until the issue is deleted). The comment is
+// never written without its lookup item, so every comment can be found and deleted
+// by its id. One TransactWriteItems of all three would be one round trip and atomic
+// (docs/decisions.md); dynalite cannot run it.
 func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in store.NewComment) (store.Comment, error) {
 	const op = "CreateComment"
 	if in.ID == "" {
@@ -50,7 +54,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 	body := key(issuePK(ws, c.IssueID), skComment+c.ID)
 	body["id"], body["issue_id"], body["author"], body["body"] = avS(c.ID), avS(c.IssueID), avS(c.Author), avS(c.Body)
 	body["created_at"], body["nonce"] = avTime(c.CreatedAt), avS(n)
-	for _, it := range []item{ref, body} {
+	put := func(it item) error {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                 aws.String(s.table),
 			Item:                      it,
@@ -58,22 +62,40 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 			ExpressionAttributeValues: item{":n": avS(n)},
 		})
 		if conditionFailed(err) {
-			return store.Comment{}, store.Errorf(store.ErrAlreadyExists, "comment id already used")
+			return store.Errorf(store.ErrAlreadyExists, "comment id already used")
 		}
-		if err != nil {
-			return store.Comment{}, fail(op, err)
-		}
+		return fail(op, err)
 	}
-	found, err := s.countComment(ctx, ws, c.IssueID, "+"+c.ID, 1)
-	if err != nil {
+	// The lookup item claims the id; only its winner writes the rest.
+	if err := put(ref); err != nil {
 		return store.Comment{}, err
 	}
-	if !found {
-		// The issue was deleted between our read and the count: take the comment back.
-		if err := s.batchDelete(ctx, []item{key(issuePK(ws, c.IssueID), skComment+c.ID), key(commentRefPK(ws, c.ID), skMeta)}, op); err != nil {
+	var found bool
+	errs := together(func() error { return put(body) }, func() (err error) {
+		found, err = s.countComment(ctx, ws, c.IssueID, "+"+c.ID, 1)
+		return err
+	})
+	bodyErr, countErr := errs[0], errs[1]
+	switch {
+	case bodyErr == nil && countErr == nil && found:
+	case countErr == nil && !found, bodyErr != nil:
+		// The issue was deleted between our read and the count, or the body could not
+		// be written: take the comment back, and the count if it was made.
+		if countErr == nil && found {
+			if _, err := s.countComment(ctx, ws, c.IssueID, "-"+c.ID, -1); err != nil {
+				return store.Comment{}, err
+			}
+			s.clearCountOp(ctx, ws, c.IssueID, "-"+c.ID)
+		}
+		if err := s.batchDelete(ctx, []item{body, key(commentRefPK(ws, c.ID), skMeta)}, op); err != nil {
 			return store.Comment{}, err
 		}
+		if bodyErr != nil {
+			return store.Comment{}, bodyErr
+		}
 		return store.Comment{}, notFound("issue")
+	default:
+		return store.Comment{}, countErr
 	}
 	s.clearCountOp(ctx, ws, c.IssueID, "+"+c.ID)
 	return c, nil
@@ -166,13 +188,17 @@ var commentAttrs = []string{attrPK, attrSK}
 // ListComments implements store.Reader: oldest first (ULIDs sort by time).
 func (s *Store) ListComments(ctx context.Context, ws, issueIDOrKey string, p store.PageRequest) (store.CommentPage, error) {
 	const op = "ListComments"
-	is, _, err := s.loadIssue(ctx, ws, issueIDOrKey, op)
+	if err := checkWS(ws); err != nil {
+		return store.CommentPage{}, notFound("issue")
+	}
+	// A key costs a read for its issue id; an id is used as it is.
+	id, issueKey, err := s.resolveIssue(ctx, ws, issueIDOrKey, op)
 	if err != nil {
 		return store.CommentPage{}, err
 	}
 	limit := store.PageLimit(p.Limit)
-	pk := issuePK(ws, is.ID)
-	fp := fingerprint(ws, "comments", is.ID)
+	pk := issuePK(ws, id)
+	fp := fingerprint(ws, "comments", id)
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :c)"),
@@ -189,9 +215,35 @@ func (s *Store) ListComments(ctx context.Context, ws, issueIDOrKey string, p sto
 		}
 		in.ExclusiveStartKey = start
 	}
-	out, err := s.db.Query(ctx, in)
-	if err != nil {
-		return store.CommentPage{}, fail(op, err)
+	// The issue is read beside its comments, not before them: both are needed, and
+	// neither depends on the other. Comments without their issue (a delete in
+	// progress removes the comments first, the issue last) are not_found, as is an
+	// orphan key item (see loadIssue).
+	var (
+		out   *dynamodb.QueryOutput
+		issue item
+	)
+	errs := together(func() (err error) {
+		out, err = s.db.Query(ctx, in)
+		return fail(op, err)
+	}, func() (err error) {
+		issue, err = s.get(ctx, s.table, key(issuePK(ws, id), skMeta), op)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return store.CommentPage{}, err
+	}
+	if issue == nil {
+		return store.CommentPage{}, notFound("issue")
+	}
+	if issueKey != "" {
+		is, err := decodeIssue(issue)
+		if err != nil {
+			return store.CommentPage{}, fail(op, err)
+		}
+		if is.Key != issueKey {
+			return store.CommentPage{}, notFound("issue")
+		}
 	}
 	page := store.CommentPage{Comments: make([]store.Comment, 0, min(limit, len(out.Items)))}
 	var next item

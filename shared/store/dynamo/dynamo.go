@@ -98,7 +98,7 @@ func WithCursorSecret(secret []byte) Option {
 // New returns a store on the main table and the tokens table.
 func New(db API, mainTable, tokensTable string, opts ...Option) *Store {
 	s := &Store{
-		db:          db,
+		db:          gatedAPI{db},
 		table:       mainTable,
 		tokensTable: tokensTable,
 		now:         time.Now,

@@ -136,11 +136,14 @@ func (s *Store) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, 
 
 // CreateIssue implements store.Writer.
 //
-// Writes, in this order: (1) the workspace counter, (2) the key item, (3) the issue.
-// A crash after (1) leaves an unused number; after (2) a key item whose issue does not
-// exist, which reads as not_found. The issue is written last, so nothing visible ever
-// points at a missing key, and no key is ever given to two issues: numbers come only
-// from the counter, which only grows.
+// Writes (1) the workspace counter, then (2) the key item and (3) the issue together:
+// two round trips. A crash after (1) leaves an unused number. A crash between (2)
+// and (3) leaves one of them: a key item whose issue does not exist, which reads as
+// not_found, or an issue whose key does not resolve (found by id and in lists, not
+// by its key) until it is deleted. No key is ever given to two issues: numbers come
+// only from the counter, which only grows, and the key item's condition refuses a
+// number already taken. One TransactWriteItems of (2) and (3) would make them
+// atomic at the same two round trips (docs/decisions.md); dynalite cannot run it.
 func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (store.Issue, error) {
 	if err := checkWS(ws); err != nil {
 		return store.Issue{}, err
@@ -172,29 +175,83 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 			return store.Issue{}, err
 		}
 		is.Key = store.IssueKey(prefix, n)
-		// The key item names the issue id; a retried put (response lost) finds its own
-		// issue id and passes.
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(s.table),
-			Item: item{
-				attrPK: avS(issueKeyPK(ws, is.Key)), attrSK: avS(skMeta),
-				"issue_id": avS(is.ID),
-			},
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR issue_id = :id"),
-			ExpressionAttributeValues: item{":id": avS(is.ID)},
+		var saved store.Issue
+		errs := together(func() error {
+			// The key item names the issue id; a retried put (response lost) finds
+			// its own issue id and passes.
+			_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName: aws.String(s.table),
+				Item: item{
+					attrPK: avS(issueKeyPK(ws, is.Key)), attrSK: avS(skMeta),
+					"issue_id": avS(is.ID),
+				},
+				ConditionExpression:       aws.String("attribute_not_exists(PK) OR issue_id = :id"),
+				ExpressionAttributeValues: item{":id": avS(is.ID)},
+			})
+			return err
+		}, func() (err error) {
+			saved, err = s.putNewIssue(ctx, ws, is)
+			return err
 		})
-		if conditionFailed(err) {
+		keyErr, issueErr := errs[0], errs[1]
+		switch {
+		case conditionFailed(keyErr):
 			// Only possible if the counter was reset under existing keys; take the
-			// next number rather than steal the key.
+			// next number rather than steal the key. The issue written beside it
+			// carries that key: withdraw it first (if it is ours).
 			s.log.ErrorContext(ctx, "dynamo: issue key already taken; counter behind keys", "workspace", ws, "key", is.Key)
+			if issueErr == nil {
+				if err := s.withdrawIssue(ctx, ws, is); err != nil {
+					return store.Issue{}, err
+				}
+			}
+			if errors.Is(issueErr, store.ErrAlreadyExists) {
+				return store.Issue{}, issueErr
+			}
 			continue
+		case keyErr != nil:
+			return store.Issue{}, fail("CreateIssue", keyErr)
+		case issueErr != nil:
+			if errors.Is(issueErr, store.ErrAlreadyExists) {
+				s.dropKeyItem(ctx, ws, is)
+			}
+			return store.Issue{}, issueErr
 		}
-		if err != nil {
-			return store.Issue{}, fail("CreateIssue", err)
-		}
-		return s.putNewIssue(ctx, ws, is)
+		return saved, nil
 	}
 	return store.Issue{}, errors.New("dynamo: could not allocate a free issue key")
+}
+
+// withdrawIssue deletes an issue just written under a key that turned out to be
+// taken, unless something changed it meanwhile (then it stays, and the key is
+// shared with it: logged, as the counter was reset by hand).
+func (s *Store) withdrawIssue(ctx context.Context, ws string, is store.Issue) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(issuePK(ws, is.ID), skMeta),
+		ConditionExpression:       aws.String("#key = :k AND #version = :v"),
+		ExpressionAttributeNames:  map[string]string{"#key": "key", "#version": "version"},
+		ExpressionAttributeValues: item{":k": avS(is.Key), ":v": avN(is.Version)},
+	})
+	if conditionFailed(err) {
+		s.log.ErrorContext(ctx, "dynamo: issue on a taken key changed before it could be withdrawn", "workspace", ws, "key", is.Key)
+		return nil
+	}
+	return fail("CreateIssue", err)
+}
+
+// dropKeyItem removes the key item written for a create that lost the race for a
+// caller-chosen id: it points at the winner's issue (loadIssue would ignore it
+// anyway, since the winner's key differs).
+func (s *Store) dropKeyItem(ctx context.Context, ws string, is store.Issue) {
+	if _, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(issueKeyPK(ws, is.Key), skMeta),
+		ConditionExpression:       aws.String("issue_id = :id"),
+		ExpressionAttributeValues: item{":id": avS(is.ID)},
+	}); derr != nil && !conditionFailed(derr) {
+		s.log.WarnContext(ctx, "dynamo: could not remove an orphan key item", "key", is.Key, "err", derr)
+	}
 }
 
 // allocateIssueNumber adds one to the workspace's issue counter and returns the new
@@ -247,7 +304,7 @@ func (s *Store) allocateIssueNumber(ctx context.Context, ws, claim string) (stri
 
 // putNewIssue writes the issue item. The condition keeps an existing issue; when it
 // fails, the stored item is either our own (a retried request) or a concurrent create
-// with the same caller-chosen id, which wins.
+// with the same caller-chosen id, which wins (conflict).
 func (s *Store) putNewIssue(ctx context.Context, ws string, is store.Issue) (store.Issue, error) {
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           aws.String(s.table),
@@ -273,16 +330,7 @@ func (s *Store) putNewIssue(ctx context.Context, ws string, is store.Issue) (sto
 			return got, nil // our own write, retried by the SDK
 		}
 	}
-	// Lost the race for the id: our key item points at the winner's issue. Remove it
-	// (loadIssue would ignore it anyway, since the winner's key differs).
-	if _, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(issueKeyPK(ws, is.Key), skMeta),
-		ConditionExpression:       aws.String("issue_id = :id"),
-		ExpressionAttributeValues: item{":id": avS(is.ID)},
-	}); derr != nil && !conditionFailed(derr) {
-		s.log.WarnContext(ctx, "dynamo: could not remove an orphan key item", "key", is.Key, "err", derr)
-	}
+	// Lost the race for the id to another create (CreateIssue removes our key item).
 	return store.Issue{}, store.Errorf(store.ErrAlreadyExists, "issue id already used")
 }
 

@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -17,8 +19,18 @@ func validDate(d string) bool {
 	return err == nil
 }
 
-// ListUsage implements store.Reader: one range scan of the primary key, after the
-// increments still queued in this process are committed.
+// ListUsage implements store.Reader: one range scan of the primary key, plus the
+// increments still queued in this process, so that a caller reads its own calls.
+//
+// The queued increments are added in memory rather than committed first: a commit
+// here made every dashboard call a write transaction behind the single writer, and
+// each one waited for the flush before it, which was the whole slowest 1% of the
+// soak (docs/security.md). The counters are read with the number of flushes they
+// include (usage_watermark.flushes, in the same statement), which says whether the
+// flush under way, if any, is in them; a flush committed since the copy is seen the
+// same way and the copy is taken again. When a queued event was counted before
+// (countedBefore: a retry the flush will drop), or the flush count is unknown, the
+// queue is committed and the range read again, as before.
 func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
 	if !validDate(from) || !validDate(to) {
 		return nil, store.Invalid("dates must be YYYY-MM-DD")
@@ -26,28 +38,101 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 	if from > to {
 		return nil, store.Invalid("from must not be after to")
 	}
+	for range 3 {
+		v, ok := s.viewUsage(ws, from, to)
+		if !ok {
+			break
+		}
+		rows, flushes, err := s.readUsage(ctx, ws, from, to)
+		if err != nil {
+			return nil, err
+		}
+		var events []string
+		switch flushes {
+		case v.flushes: // the flush under way (if any) is not in rows
+			events = append(v.queuedEvents, v.inflightEvents...)
+			rows = mergeUsage(mergeUsage(rows, v.queued), v.inflight)
+		case v.flushes + 1: // it is
+			if len(v.inflightEvents) == 0 && len(v.inflight) == 0 || s.failedSince(v.attempt) {
+				// Another flush committed since the copy (or the one under way failed
+				// and a later one committed its batch): copy again.
+				continue
+			}
+			events = v.queuedEvents
+			rows = mergeUsage(rows, v.queued)
+		default:
+			continue // flushes committed since the copy: copy again
+		}
+		again, err := s.countedBefore(ctx, events)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		if !again {
+			return rows, nil
+		}
+		break
+	}
 	// Read your writes: increments this process has accepted are committed first.
 	if err := s.FlushUsage(ctx); err != nil {
 		return nil, s.fail(err)
 	}
-	rows, err := s.read(ctx).query(`SELECT date, tool, calls, denied, errors FROM usage_daily
-		WHERE workspace_id = ? AND date BETWEEN ? AND ? ORDER BY date, tool`, ws, from, to)
+	rows, _, err := s.readUsage(ctx, ws, from, to)
+	return rows, err
+}
+
+// readUsage reads the counters of ws between from and to and, in the same
+// statement (one snapshot), how many usage flushes they include.
+func (s *Store) readUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, int64, error) {
+	rows, err := s.read(ctx).query(`SELECT 0, date, tool, calls, denied, errors FROM usage_daily
+		WHERE workspace_id = ? AND date BETWEEN ? AND ?
+		UNION ALL SELECT 1, '', '', flushes, 0, 0 FROM usage_watermark WHERE id = 1
+		ORDER BY 1, 2, 3`, ws, from, to)
 	if err != nil {
-		return nil, s.fail(err)
+		return nil, 0, s.fail(err)
 	}
 	defer rows.Close()
 	out := []store.UsageRow{}
+	var flushes int64 = -1
 	for rows.Next() {
+		var marker int
 		var r store.UsageRow
-		if err := rows.Scan(&r.Date, &r.Tool, &r.Calls, &r.Denied, &r.Errors); err != nil {
-			return nil, s.fail(err)
+		if err := rows.Scan(&marker, &r.Date, &r.Tool, &r.Calls, &r.Denied, &r.Errors); err != nil {
+			return nil, 0, s.fail(err)
+		}
+		if marker == 1 {
+			flushes = r.Calls
+			continue
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(err)
+		return nil, 0, s.fail(err)
 	}
-	return out, nil
+	return out, flushes, nil
+}
+
+// mergeUsage adds queued (per date and tool) to rows, keeping rows' order (date,
+// then tool).
+func mergeUsage(rows []store.UsageRow, queued map[[2]string]store.UsageRow) []store.UsageRow {
+	if len(queued) == 0 {
+		return rows
+	}
+	for i, r := range rows {
+		k := [2]string{r.Date, r.Tool}
+		if q, ok := queued[k]; ok {
+			rows[i].Calls += q.Calls
+			rows[i].Denied += q.Denied
+			rows[i].Errors += q.Errors
+			delete(queued, k)
+		}
+	}
+	for _, q := range queued {
+		rows = append(rows, q)
+	}
+	slices.SortFunc(rows, func(a, b store.UsageRow) int {
+		return cmp.Or(strings.Compare(a.Date, b.Date), strings.Compare(a.Tool, b.Tool))
+	})
+	return rows
 }
 
 // UpdateRateCounter implements store.Writer.

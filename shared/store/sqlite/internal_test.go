@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -453,4 +454,82 @@ func BenchmarkListIssues100k(b *testing.B) {
 		})
 	}
 	_ = os.Remove(path)
+}
+
+// TestLabelDeletePlan: every issue write rewrites (or, labels unchanged, touches)
+// its label rows, so those statements must search the issue's own rows, not scan
+// every label row of the workspace (at 10,000 issues that scan was most of an
+// update's time: bench/REPORT.md section 7).
+func TestLabelDeletePlan(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	for _, tc := range []struct {
+		query string
+		args  []any
+	}{
+		{deleteLabelsSQL, []any{"ws", "id"}},
+		{touchLabelsSQL, []any{int64(1), "ws", "id"}},
+	} {
+		rows, err := s.rdb.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+tc.query, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if joined := strings.Join(plan, " | "); !strings.Contains(joined, "issue_labels_by_issue (workspace_id=? AND issue_id=?)") {
+			t.Errorf("%s: does not search issue_labels_by_issue: %s", tc.query, joined)
+		}
+	}
+}
+
+// TestListUsageReadsTheQueueWithoutCommitting: the dashboard's read adds the queued
+// increments to the committed rows instead of committing them (a write transaction
+// per read), and counts each increment once whether it is queued or committed.
+func TestListUsageReadsTheQueueWithoutCommitting(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	ctx := t.Context()
+	// No background flush: only this test's FlushUsage calls commit.
+	s.usage.stopOnce.Do(func() { close(s.usage.stop); <-s.usage.done })
+	inc := func(i int, date, tool, outcome string) {
+		t.Helper()
+		if err := s.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: "ws", Date: date, Tool: tool, Outcome: outcome,
+			EventID: fmt.Sprintf("ev-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc(0, "2026-03-02", "get_issue", "success")
+	if err := s.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inc(1, "2026-03-02", "get_issue", "denied")
+	inc(2, "2026-03-01", "list_issues", "error")
+	inc(3, "2026-03-05", "get_issue", "success") // outside the range asked for
+	want := []store.UsageRow{
+		{Date: "2026-03-01", Tool: "list_issues", Calls: 1, Errors: 1},
+		{Date: "2026-03-02", Tool: "get_issue", Calls: 2, Denied: 1},
+	}
+	for _, stage := range []string{"queued", "committed"} {
+		got, err := s.ListUsage(ctx, "ws", "2026-03-01", "2026-03-03")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: ListUsage = %+v, want %+v", stage, got, want)
+		}
+		if stage == "queued" {
+			if n := s.queuedUsage(); n != 3 {
+				t.Errorf("ListUsage committed the queue: %d increments queued, want 3", n)
+			}
+			if err := s.FlushUsage(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -159,8 +160,18 @@ func fold(s string) string { return strings.ToLower(s) }
 
 // writeLabels replaces the label rows of an issue; they carry its updated_at, so
 // every change of the issue rewrites them.
+// deleteLabelsSQL removes an issue's label rows before they are written again.
+// INDEXED BY because without statistics the planner of the SQLite aacmcp embeds
+// (modernc.org/sqlite) searches issue_labels_by_updated on workspace_id alone, a
+// scan of every label row of the workspace: 78% of an update_issue at 10,000
+// issues (bench/REPORT.md section 7; TestLabelDeletePlan).
+const deleteLabelsSQL = `DELETE FROM issue_labels INDEXED BY issue_labels_by_issue WHERE workspace_id = ? AND issue_id = ?`
+
+// touchLabelsSQL moves an issue's label rows to its new updated_at.
+const touchLabelsSQL = `UPDATE issue_labels INDEXED BY issue_labels_by_issue SET updated_at = ? WHERE workspace_id = ? AND issue_id = ?`
+
 func writeLabels(x q, ws, issueID string, labels []string, updated time.Time) error {
-	if _, err := x.exec(`DELETE FROM issue_labels WHERE workspace_id = ? AND issue_id = ?`, ws, issueID); err != nil {
+	if _, err := x.exec(deleteLabelsSQL, ws, issueID); err != nil {
 		return err
 	}
 	for _, l := range labels {
@@ -270,7 +281,12 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return errors.Join(err, errors.New("sqlite: issue row changed inside a write transaction"))
 		}
-		if err := writeLabels(x, ws, cur.ID, next.Labels, next.UpdatedAt); err != nil {
+		if slices.Equal(cur.Labels, next.Labels) {
+			// Same labels: their rows only carry the new updated_at (list order).
+			if _, err := x.exec(touchLabelsSQL, nanos(next.UpdatedAt), ws, cur.ID); err != nil {
+				return err
+			}
+		} else if err := writeLabels(x, ws, cur.ID, next.Labels, next.UpdatedAt); err != nil {
 			return err
 		}
 		out, changed = next, true

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -65,6 +66,14 @@ type usageQueue struct {
 	pending []pendingUsage
 	closed  bool
 	flushed chan struct{} // closed (and replaced) by each successful flush
+	// inflight is the batch a flush has taken from pending and not finished with;
+	// flushes is usage_watermark.flushes as of the last flush this process
+	// committed (-1: unknown). ListUsage uses both to add what the counters lack.
+	inflight []pendingUsage
+	flushes  int64
+	// attempts numbers the flushes that took a batch; failedAt is the number of the
+	// last one that failed.
+	attempts, failedAt int64
 
 	flushing chan struct{} // capacity 1: held by the one flush under way
 	kick     chan struct{} // capacity 1: the queue went from empty to not empty
@@ -93,15 +102,17 @@ func newPendingUsage(u store.UsageIncrement) (pendingUsage, error) {
 // database (or one written by a version that committed every increment before
 // answering) has nothing to replay before now, less the slack.
 func (s *Store) startUsage(ctx context.Context) error {
+	u := &s.usage
 	err := s.writeCounters(ctx, func(x q) error {
-		_, err := x.exec(`INSERT OR IGNORE INTO usage_watermark (id, replay_from) VALUES (1, ?)`,
-			nanos(s.now().Add(-usageReplaySlack)))
-		return err
+		if _, err := x.exec(`INSERT OR IGNORE INTO usage_watermark (id, replay_from) VALUES (1, ?)`,
+			nanos(s.now().Add(-usageReplaySlack))); err != nil {
+			return err
+		}
+		return x.queryRow(`SELECT flushes FROM usage_watermark WHERE id = 1`).Scan(&u.flushes)
 	})
 	if err != nil {
 		return err
 	}
-	u := &s.usage
 	u.flushed = make(chan struct{})
 	u.flushing = make(chan struct{}, 1)
 	u.kick = make(chan struct{}, 1)
@@ -237,24 +248,33 @@ func (s *Store) FlushUsage(ctx context.Context) error {
 	// Everything that entered the queue before taken is in batch: whatever comes
 	// later has a later event time, up to the slack.
 	taken := s.now()
+	u.inflight = batch
+	if len(batch) > 0 {
+		u.attempts++
+	}
 	u.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
+	var flushes int64
 	err := s.writeCounters(ctx, func(x q) error {
 		if _, err := applyUsage(x, taken, batch); err != nil {
 			return err
 		}
-		_, err := x.exec(`UPDATE usage_watermark SET replay_from = ? WHERE id = 1`, nanos(taken.Add(-usageReplaySlack)))
-		return err
+		return x.queryRow(`UPDATE usage_watermark SET replay_from = ?, flushes = flushes + 1 WHERE id = 1 RETURNING flushes`,
+			nanos(taken.Add(-usageReplaySlack))).Scan(&flushes)
 	})
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.inflight = nil
 	if err != nil {
 		// Ahead of what came meanwhile, so the oldest is committed first.
 		u.pending = append(batch, u.pending...)
+		u.flushes = -1 // a COMMIT that failed may still have committed
+		u.failedAt = u.attempts
 		return err
 	}
+	u.flushes = flushes
 	close(u.flushed)
 	u.flushed = make(chan struct{})
 	return nil
@@ -389,4 +409,82 @@ func applyUsage(x q, now time.Time, reqs []pendingUsage) (int, error) {
 		}
 	}
 	return counted, nil
+}
+
+// usageView is what ListUsage holds in memory beside the counters: the increments
+// queued and those of the flush under way (if any), summed per day and tool for
+// one workspace and range, with their event ids and the flush count that tells
+// which of them the counters include.
+type usageView struct {
+	queued, inflight map[[2]string]store.UsageRow
+	queuedEvents     []string // of queued and, unless committed, inflight: see countedBefore
+	inflightEvents   []string
+	flushes          int64 // the counters' flushes value if inflight is not committed
+	attempt          int64 // the flush attempt inflight belongs to
+}
+
+// viewUsage copies what the counters may lack; ok is false when this process does
+// not know the counters' flush count (after a failed flush).
+func (s *Store) viewUsage(ws, from, to string) (v usageView, ok bool) {
+	u := &s.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.flushes < 0 {
+		return v, false
+	}
+	seen := map[string]bool{}
+	sum := func(batch []pendingUsage, events *[]string) map[[2]string]store.UsageRow {
+		rows := map[[2]string]store.UsageRow{}
+		for _, p := range batch {
+			if p.u.WorkspaceID != ws || p.u.Date < from || p.u.Date > to {
+				continue
+			}
+			if id := p.u.EventID; id != "" {
+				if seen[id] {
+					continue // a retried increment: the flush counts it once
+				}
+				seen[id] = true
+				*events = append(*events, id)
+			}
+			k := [2]string{p.u.Date, p.u.Tool}
+			r := rows[k]
+			r.Date, r.Tool = p.u.Date, p.u.Tool
+			r.Calls++
+			r.Denied += int64(p.denied)
+			r.Errors += int64(p.errs)
+			rows[k] = r
+		}
+		return rows
+	}
+	v.inflight = sum(u.inflight, &v.inflightEvents)
+	v.queued = sum(u.pending, &v.queuedEvents)
+	v.flushes = u.flushes
+	v.attempt = u.attempts
+	return v, true
+}
+
+// countedBefore reports whether any of events was committed already (a retried
+// increment whose first copy was flushed): the flush will drop it, so ListUsage
+// must not add it either.
+func (s *Store) countedBefore(ctx context.Context, events []string) (bool, error) {
+	if len(events) == 0 {
+		return false, nil
+	}
+	ids, err := json.Marshal(events)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	err = s.read(ctx).queryRow(`SELECT count(*) FROM usage_events WHERE event_id IN (SELECT value FROM json_each(?))`,
+		string(ids)).Scan(&n)
+	return n > 0, err
+}
+
+// failedSince reports whether a flush failed since attempt began (its batch then
+// went back to the queue, and a later flush may have committed it with more).
+func (s *Store) failedSince(attempt int64) bool {
+	u := &s.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.failedAt >= attempt
 }

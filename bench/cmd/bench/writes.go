@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/aacworkflow/aacmcp/bench/fixture"
+	"github.com/aacworkflow/aacmcp/bench/load"
+	"github.com/aacworkflow/aacmcp/bench/report"
+)
+
+// writeTools are the write section's calls; body builds the i-th call of run n,
+// different from every other call of every run, so that no update repeats an
+// applied one (aacmcp answers a repeat without writing).
+var writeTools = []struct {
+	tool string
+	body func(ds fixture.Dataset, run string, i int) []byte
+}{
+	{"create_issue", func(_ fixture.Dataset, run string, i int) []byte {
+		return callBody(i+1, "create_issue", map[string]any{"title": fmt.Sprintf("Write bench %s %d", run, i), "labels": []string{"bench"}})
+	}},
+	{"update_issue", func(ds fixture.Dataset, run string, i int) []byte {
+		return callBody(i+1, "update_issue", map[string]any{"issue_id": ds.Keys[(i*7919)%len(ds.Keys)%64], "title": fmt.Sprintf("Updated %s %d", run, i)})
+	}},
+	{"comment_issue", func(ds fixture.Dataset, run string, i int) []byte {
+		return callBody(i+1, "comment_issue", map[string]any{"issue_id": ds.Keys[(i*7919)%len(ds.Keys)%64], "body": fmt.Sprintf("Comment %s %d", run, i)})
+	}},
+}
+
+// writes measures create_issue, update_issue and comment_issue at 32 connections:
+// `aacmcp serve` with its real stack against bench/barewrite, which writes the same
+// rows to SQLite with the same durability and nothing else.
+func (b *bench) writes(ctx context.Context) error {
+	ds, err := b.dataset(ctx, 10_000)
+	if err != nil {
+		return err
+	}
+	peerFile := filepath.Join(b.work, "peer-10000.json")
+	if err := fixture.WritePeerFile(ctx, ds, peerFile); err != nil {
+		return err
+	}
+	ap, aacmcp, err := b.startAacmcp(ctx, ds, "aacmcp-writes")
+	if err != nil {
+		return err
+	}
+	defer ap.stop()
+	bp, err := startProc(ctx, "barewrite", filepath.Join(b.work, "barewrite.log"), nil, b.bins.bareWrite,
+		"-issues", peerFile, "-db", filepath.Join(b.work, "barewrite.db"), "-user", fixture.User)
+	if err != nil {
+		return err
+	}
+	defer bp.stop()
+	peers := []peer{aacmcp, {name: "bare", url: bp.url + "/mcp"}}
+	client := load.NewClient(b.opt.concurrency)
+	run := func(p peer, tool int, label string, n int) (load.Result, error) {
+		bodies := make([][]byte, n)
+		for i := range bodies {
+			bodies[i] = writeTools[tool].body(ds, p.name+"-"+label, i)
+		}
+		t := load.Target{URL: p.url, Header: p.header(), Bodies: bodies, Check: checkToolResult}
+		return load.Run(ctx, client, t, n, b.opt.concurrency)
+	}
+	for _, p := range peers {
+		for i := range writeTools {
+			if _, err := run(p, i, "warm", 200); err != nil {
+				return fmt.Errorf("warm-up %s %s: %w", p.name, writeTools[i].tool, err)
+			}
+		}
+	}
+	type key struct{ peer, tool string }
+	res := map[key][]load.Result{}
+	requests := max(b.opt.requests/3, 500)
+	for r := range b.opt.rounds {
+		for i, w := range writeTools {
+			for _, p := range rotate(peers, r) {
+				lr, err := run(p, i, fmt.Sprint(r), requests)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", p.name, w.tool, err)
+				}
+				res[key{p.name, w.tool}] = append(res[key{p.name, w.tool}], lr)
+			}
+		}
+		b.log.Info("writes round", "round", r+1, "of", b.opt.rounds)
+	}
+	sec := report.Section{
+		Title: "7. Writes at 32 connections",
+		Text: []string{fmt.Sprintf("`tools/call` create_issue, update_issue (a new title each call, on 64 issues) and "+
+			"comment_issue (on 64 issues) over loopback, %d requests per run, %d concurrent keep-alive connections, "+
+			"%d interleaved rounds (median shown), on the data folder of section 1 (10,000 issues in the workspace, "+
+			"10 other workspaces). aacmcp is `aacmcp serve` with its real stack (token, guard, member record, "+
+			"SQLite store, audit file sink, usage counter, access log). bare is bench/barewrite: mcp-go, no "+
+			"auth, no audit, writing the same rows to SQLite with the same durability (WAL, synchronous=NORMAL, "+
+			"one writer connection, each call one transaction): the issue row and its labels; the changed "+
+			"columns and version; the comment row and the issue's comment_count.",
+			requests, b.opt.concurrency, b.opt.rounds)},
+		Table: report.Table{Header: []string{"tool", "peer", "req/s (median)", "p50", "p99", "req/s per round"}},
+	}
+	f := map[string]func(load.Result) float64{
+		"rps": func(r load.Result) float64 { return r.Throughput() },
+		"p50": func(r load.Result) float64 { return float64(r.Percentile(0.50)) },
+		"p99": func(r load.Result) float64 { return float64(r.Percentile(0.99)) },
+	}
+	med := func(k key, m string) float64 {
+		var v []float64
+		for _, r := range res[k] {
+			v = append(v, f[m](r))
+		}
+		return median(v)
+	}
+	ratio := func(tool, m string) float64 {
+		var v []float64
+		a, bb := res[key{"aacmcp-writes", tool}], res[key{"bare", tool}]
+		for i := range a {
+			v = append(v, f[m](a[i])/f[m](bb[i]))
+		}
+		return median(v)
+	}
+	var line []string
+	for _, w := range writeTools {
+		for _, p := range peers {
+			k := key{p.name, w.tool}
+			var per []string
+			for _, r := range res[k] {
+				per = append(per, fmt.Sprintf("%.0f", r.Throughput()))
+			}
+			name := p.name
+			if name == "aacmcp-writes" {
+				name = "aacmcp"
+			}
+			sec.Table.Rows = append(sec.Table.Rows, []string{w.tool, name, fmt.Sprintf("%.0f", med(k, "rps")),
+				dur(med(k, "p50")), dur(med(k, "p99")), fmt.Sprint(per)})
+		}
+		t, p := ratio(w.tool, "rps"), ratio(w.tool, "p99")
+		b.addGoal("7. "+w.tool+" throughput vs bare", ">= 0.7x", fmt.Sprintf("%.2fx", t), t >= 0.7,
+			"see section 7: what aacmcp writes beyond the rows (audit line, usage, member read) and docs/security.md's lock-wait figures")
+		b.addGoal("7. "+w.tool+" p99 vs bare", "<= 3x", fmt.Sprintf("%.2fx", p), p <= 3, "see section 7")
+		line = append(line, fmt.Sprintf("%s throughput %.2fx, p99 %.2fx", w.tool, t, p))
+	}
+	sec.After = append(sec.After, "Per-round ratios aacmcp/bare, median: "+strings.Join(line, "; ")+".")
+	b.rep.Sections = append(b.rep.Sections, sec)
+	return nil
+}

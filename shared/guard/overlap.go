@@ -1,0 +1,147 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
+	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+// check is one of the pipeline's store-backed checks running on its own goroutine.
+// wait blocks until it has decided and may be called any number of times, from any
+// goroutine.
+type check struct {
+	done chan struct{}
+	err  *apperr.Error
+}
+
+// goCheck runs f beside the caller. A panic in f is that check's internal_error.
+func (g *Guard) goCheck(what string, f func() *apperr.Error) *check {
+	k := &check{done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		defer func() {
+			if r := recover(); r != nil {
+				g.log.Error("panic in "+what, "panic", fmt.Sprint(r))
+				k.err = apperr.Internal(fmt.Errorf("panic: %v", r))
+			}
+		}()
+		k.err = f()
+	}()
+	return k
+}
+
+func (k *check) wait() *apperr.Error {
+	if k == nil {
+		return nil
+	}
+	<-k.done
+	return k.err
+}
+
+// first waits for every check and returns the error of the earliest in pipeline
+// order, so that a call failing two checks is refused by the earlier one, exactly
+// as if they had run one after the other.
+func first(ks ...*check) *apperr.Error {
+	var out *apperr.Error
+	for _, k := range ks {
+		if err := k.wait(); err != nil && out == nil {
+			out = err
+		}
+	}
+	return out
+}
+
+// runOverlapped is run's second half on a store whose calls are network round trips
+// (ConcurrentReads: DynamoDB). The rate limiter's count, the caller's member record
+// and the handler are independent DynamoDB calls, so they are issued together and
+// the call waits for one round trip where it waited for three:
+//
+//   - The limiter counts every call that reaches it, as before, and its verdict
+//     still outranks every later check (first), so an over-limit call is refused as
+//     rate_limited even if its arguments are also wrong.
+//   - A read-only handler runs beside both; its result is used only if both pass
+//     (see invokeRead: a read changes nothing, so having run it is harmless).
+//   - A write handler runs beside both too, with a write gate on its context
+//     (store.WithWriteGate): it may read, but its first write waits for both checks
+//     and fails with the refusal if either refuses, so a refused call writes
+//     nothing. Such a handler sees no Role, like a read-only one; a destructive
+//     tool's handler needs it (who may delete what), so it starts after the checks,
+//     and its human confirmation's read runs beside them instead.
+func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
+	var limit *check
+	if g.limiter != nil {
+		limit = g.goCheck("the rate limiter", func() *apperr.Error { return g.rateLimit(ctx, p, t.Name, c.now) })
+	}
+	if err := g.validate(t, a); err != nil {
+		return Result{Err: first(limit, &check{done: closed, err: err})}
+	}
+	key := ""
+	if t.AcceptsIdempotencyKey() {
+		key = a.stringArg(idempotencyKeyArg)
+		record.SetIdempotencyKey(&c.rec, g.digest, key)
+	}
+	var role store.Role // set by member, read only after member.wait
+	member := g.goCheck("the member check", func() *apperr.Error {
+		var err *apperr.Error
+		role, err = g.role(ctx, p, t)
+		return err
+	})
+	// gate is what every write waits for: the limiter and the member check.
+	gate := func() error {
+		if err := first(limit, member); err != nil {
+			return err
+		}
+		return nil
+	}
+	gctx := store.WithWriteGate(ctx, gate)
+	tc := catalog.Call{Principal: p, Args: a.raw, Now: c.now, IdempotencyKey: key}
+
+	if t.Annotations.Destructive {
+		// The role decides who may delete what, so the handler starts once it is
+		// known; the confirmation's reads (policy, item) overlap the member check,
+		// which it waits for only to judge the item's owner, and anything the
+		// confirmation writes (its nonce) waits for the gate.
+		var ir *InputRequired
+		confirmed := g.goCheck("the human confirmation", func() *apperr.Error {
+			var err *apperr.Error
+			// A refused member check gives no role: nobody is asked, and the
+			// refusal below is the member check's.
+			roleOf := func() store.Role {
+				if member.wait() != nil {
+					return ""
+				}
+				return role
+			}
+			ir, err = g.humanConfirmation(gctx, c, p, roleOf, t, a)
+			return err
+		})
+		if err := first(limit, member, confirmed); err != nil {
+			return Result{Err: err}
+		}
+		if ir != nil {
+			return Result{InputRequired: ir}
+		}
+		tc.Role = role
+	}
+
+	var res Result
+	switch {
+	case key != "":
+		res = g.runIdempotent(gctx, c, tc, key)
+	default:
+		res = g.invoke(gctx, c, tc)
+	}
+	if err := first(limit, member); err != nil {
+		// Refused: whatever the handler did was a read, and its result is dropped.
+		return Result{Err: err}
+	}
+	return res
+}
+
+// closed is a channel that is always ready, for a check decided on the spot.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
