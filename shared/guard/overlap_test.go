@@ -10,6 +10,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -80,5 +81,50 @@ func TestOverlappedChecksGateWrites(t *testing.T) {
 				t.Errorf("writes = %d, want %d", n, tc.writes)
 			}
 		})
+	}
+}
+
+// TestHumanConfirmationOverlapped: on a network store the confirmation's reads run
+// beside the member check, yet it asks only about a delete the tool would perform
+// (a member who may not delete the item is refused by the tool, unasked), an
+// accepted answer deletes once, and its replay is confirmation_invalid.
+func TestHumanConfirmationOverlapped(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	st := &gatedStore{Store: w.Store}
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Confirmations: st, Keyring: keys})
+	if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
+		t.Fatal(err)
+	}
+	is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"issue_id":"` + is.ID + `","confirm":true}`)
+	call := func(user, state string, answer json.RawMessage) guard.Result {
+		return g.Call(ctx, guard.Request{Principal: gt.Principal(gt.WS, user, auth.AllScopes...), Tool: "delete_issue",
+			Args: args, Transport: audit.TransportMCP, CanElicit: true, RequestState: state, InputResponses: answer})
+	}
+	exists := func() bool { _, err := w.Store.GetIssue(ctx, gt.WS, is.ID); return err == nil }
+
+	for _, user := range []string{gt.Member2, gt.Viewer, gt.Outsider} {
+		if res := call(user, "", nil); res.InputRequired != nil || code(res) != apperr.PermissionDenied || !exists() {
+			t.Fatalf("%s: input required %v, err %v", user, res.InputRequired, res.Err)
+		}
+	}
+	res := call(gt.Admin, "", nil)
+	if res.InputRequired == nil || res.Err != nil {
+		t.Fatalf("admin: input required %v, err %v", res.InputRequired, res.Err)
+	}
+	state := res.InputRequired.State
+	if res := call(gt.Admin, state, answer("accept", is.Key)); res.Err != nil || exists() {
+		t.Fatalf("accepted: %v (exists %v)", res.Err, exists())
+	}
+	if res := call(gt.Admin, state, answer("accept", is.Key)); code(res) != apperr.ConfirmationInvalid {
+		t.Fatalf("replay: %v", res.Err)
 	}
 }
