@@ -3,20 +3,10 @@
 package main
 
 import (
-	"context"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/aacworkflow/aacmcp/functions/digest/digestfn"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 func main() {
-	fn, log, err := digestfn.FromEnv(context.Background(), os.Getenv, os.Stdout)
-	if err != nil {
-		// Exiting during init makes Lambda report an init error with this line.
-		log.Error("digest init failed", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(fn.Handle)
+	lambdaenv.Main("digest", digestfn.FromEnv, func(f *digestfn.Function) any { return f.Handle })
 }

@@ -3,24 +3,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 func main() {
-	f, log, err := forwarderfn.FromEnv(context.Background(), os.Getenv, os.Stdout)
-	if err != nil {
-		// Exiting during init makes Lambda report an init error with this line in the
-		// log, instead of failing each request later.
-		log.Error("forwarder init failed", "err", err)
-		os.Exit(1)
-	}
-	// Library code that logs through slog's default (the catalog) logs JSON too.
-	slog.SetDefault(log)
-	lambda.Start(f.Handle)
+	lambdaenv.Main("forwarder", forwarderfn.FromEnv, func(f *forwarderfn.Forwarder) any { return f.Handle })
 }

@@ -3,22 +3,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/aacworkflow/aacmcp/functions/oauth/oauthfn"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 func main() {
-	f, log, err := oauthfn.FromEnv(context.Background(), os.Getenv, os.Stdout)
-	if err != nil {
-		// Exiting during init makes Lambda report an init error with this line.
-		log.Error("oauth function init failed", "err", err)
-		os.Exit(1)
-	}
-	slog.SetDefault(log)
-	lambda.Start(f.Handle)
+	lambdaenv.Main("oauth function", oauthfn.FromEnv, func(f *oauthfn.Function) any { return f.Handle })
 }
