@@ -26,6 +26,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/gateway"
 	"github.com/aacworkflow/aacmcp/test/lambda/lambdatest"
+	"github.com/aacworkflow/aacmcp/test/mcpgotest"
 )
 
 var env *lambdatest.Env
@@ -138,28 +139,6 @@ func mcpClient(t *testing.T, url, secret string) *client.Client {
 	return c
 }
 
-func call(t *testing.T, c *client.Client, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return res
-}
-
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 func TestMCPClientThroughGateway(t *testing.T) {
 	url, authz := start(t)
 	c := mcpClient(t, url, lambdatest.SecretAdmin)
@@ -173,25 +152,25 @@ func TestMCPClientThroughGateway(t *testing.T) {
 		t.Fatalf("tools/list gave %d tools, want the catalog's %d", len(tools.Tools), want)
 	}
 
-	read := call(t, c, "list_issues", map[string]any{"status": "open"})
-	if read.IsError || !strings.Contains(text(read), lambdatest.IssueMain) {
-		t.Fatalf("list_issues: %s", text(read))
+	read := mcpgotest.Call(t, c, "list_issues", map[string]any{"status": "open"})
+	if read.IsError || !strings.Contains(mcpgotest.Text(read), lambdatest.IssueMain) {
+		t.Fatalf("list_issues: %s", mcpgotest.Text(read))
 	}
-	created := call(t, c, "create_issue", map[string]any{"title": "Made through the gateway"})
+	created := mcpgotest.Call(t, c, "create_issue", map[string]any{"title": "Made through the gateway"})
 	if created.IsError {
-		t.Fatalf("create_issue: %s", text(created))
+		t.Fatalf("create_issue: %s", mcpgotest.Text(created))
 	}
 	var issue struct{ ID, Key string }
-	if err := json.Unmarshal([]byte(text(created)), &issue); err != nil || issue.ID == "" {
-		t.Fatalf("create_issue result %q: %v", text(created), err)
+	if err := json.Unmarshal([]byte(mcpgotest.Text(created)), &issue); err != nil || issue.ID == "" {
+		t.Fatalf("create_issue result %q: %v", mcpgotest.Text(created), err)
 	}
-	denied := call(t, c, "delete_issue", map[string]any{"issue_id": issue.ID})
-	if !denied.IsError || !strings.Contains(text(denied), `"code":"destructive_flag_missing"`) {
-		t.Fatalf("delete without confirm: isError=%v %s", denied.IsError, text(denied))
+	denied := mcpgotest.Call(t, c, "delete_issue", map[string]any{"issue_id": issue.ID})
+	if !denied.IsError || !strings.Contains(mcpgotest.Text(denied), `"code":"destructive_flag_missing"`) {
+		t.Fatalf("delete without confirm: isError=%v %s", denied.IsError, mcpgotest.Text(denied))
 	}
-	deleted := call(t, c, "delete_issue", map[string]any{"issue_id": issue.ID, "confirm": true})
-	if deleted.IsError || !strings.Contains(text(deleted), `"deleted":true`) {
-		t.Fatalf("delete with confirm: %s", text(deleted))
+	deleted := mcpgotest.Call(t, c, "delete_issue", map[string]any{"issue_id": issue.ID, "confirm": true})
+	if deleted.IsError || !strings.Contains(mcpgotest.Text(deleted), `"deleted":true`) {
+		t.Fatalf("delete with confirm: %s", mcpgotest.Text(deleted))
 	}
 	if _, err := env.Store.GetIssue(ctx, lambdatest.Workspace, issue.ID); err == nil {
 		t.Error("issue still in DynamoDB after the confirmed delete")

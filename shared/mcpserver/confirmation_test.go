@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/aacworkflow/aacmcp/shared/confirm"
@@ -17,6 +14,7 @@ import (
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
 	"github.com/aacworkflow/aacmcp/shared/store"
+	"github.com/aacworkflow/aacmcp/test/mcpgotest"
 )
 
 // withConfirmation turns the workspace policy step on, as serve and the Lambda do.
@@ -32,61 +30,7 @@ func withConfirmation(t testing.TB) option {
 	}
 }
 
-// person is an elicitation handler that answers every form the way it is told
-// and remembers what it was asked.
-type person struct {
-	action mcp.ElicitationResponseAction
-	typed  func(message string) string
-	mu     sync.Mutex
-	asked  []mcp.ElicitationParams
-}
-
-func (p *person) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	p.mu.Lock()
-	p.asked = append(p.asked, req.Params)
-	p.mu.Unlock()
-	res := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: p.action}}
-	if p.action == mcp.ElicitationResponseActionAccept {
-		res.Content = map[string]any{confirm.Field: p.typed(req.Params.Message)}
-	}
-	return res, nil
-}
-
-// modernClient is the mcp-go client at 2026-07-28 (server/discover, no
-// initialize) with an elicitation handler, which makes it declare elicitation in
-// every request's client capabilities and fulfil input_required itself.
-func modernClient(t *testing.T, url, secret string, h client.ElicitationHandler) *client.Client {
-	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url+"/mcp",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + secret}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_PROTOCOL_VERSION)}
-	if h != nil {
-		opts = append(opts, client.WithElicitationHandler(h))
-	}
-	c := client.NewClient(tr, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "confirm-test", Version: "1.0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	if v := c.ProtocolVersion(); v != "2026-07-28" {
-		t.Fatalf("negotiated %q, want 2026-07-28", v)
-	}
-	return c
-}
-
 func TestHumanConfirmationMCPGoClient(t *testing.T) {
-	if mcp.LATEST_PROTOCOL_VERSION != "2026-07-28" {
-		t.Fatalf("mcp-go's latest revision is %s; this test pins 2026-07-28", mcp.LATEST_PROTOCOL_VERSION)
-	}
 	s := newServer(t, withConfirmation(t))
 	ctx := context.Background()
 	if err := s.w.Store.SetDestructiveConfirmation(ctx, gt.WS, "elicit"); err != nil {
@@ -96,14 +40,14 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 
 	cases := []struct {
 		name    string
-		who     *person
+		who     *mcpgotest.Person
 		deleted bool
 		code    string
 	}{
-		{"accepted", &person{action: mcp.ElicitationResponseActionAccept}, true, ""},
-		{"declined", &person{action: mcp.ElicitationResponseActionDecline}, false, "confirmation_declined"},
-		{"cancelled", &person{action: mcp.ElicitationResponseActionCancel}, false, "confirmation_declined"},
-		{"wrong key", &person{action: mcp.ElicitationResponseActionAccept, typed: typeKey("ACME-0")}, false, "confirmation_declined"},
+		{"accepted", &mcpgotest.Person{Action: mcp.ElicitationResponseActionAccept}, true, ""},
+		{"declined", &mcpgotest.Person{Action: mcp.ElicitationResponseActionDecline}, false, "confirmation_declined"},
+		{"cancelled", &mcpgotest.Person{Action: mcp.ElicitationResponseActionCancel}, false, "confirmation_declined"},
+		{"wrong key", &mcpgotest.Person{Action: mcp.ElicitationResponseActionAccept, Typed: typeKey("ACME-0")}, false, "confirmation_declined"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,10 +55,10 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.who.typed == nil {
-				tc.who.typed = typeKey(is.Key)
+			if tc.who.Typed == nil {
+				tc.who.Typed = typeKey(is.Key)
 			}
-			c := modernClient(t, s.url, s.admin, tc.who)
+			c := mcpgotest.Connect(t, s.url+"/mcp", s.admin, tc.who)
 			req := mcp.CallToolRequest{}
 			req.Params.Name = "delete_issue"
 			req.Params.Arguments = map[string]any{"issue_id": is.ID, "confirm": true}
@@ -123,10 +67,11 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 				t.Fatalf("delete_issue: %v", err)
 			}
 
-			if len(tc.who.asked) != 1 {
-				t.Fatalf("the person was asked %d times, want 1", len(tc.who.asked))
+			asked := tc.who.Asked()
+			if len(asked) != 1 {
+				t.Fatalf("the person was asked %d times, want 1", len(asked))
 			}
-			q := tc.who.asked[0]
+			q := asked[0]
 			if !strings.Contains(q.Message, is.Key) || strings.Contains(q.Message, "\x1b") {
 				t.Errorf("question %q: want the issue key and no control characters", q.Message)
 			}
@@ -142,12 +87,12 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 				t.Fatalf("get after delete: %v", gerr)
 			}
 			if res.IsError != (tc.code != "") {
-				t.Fatalf("isError %v: %s", res.IsError, resultText(res))
+				t.Fatalf("isError %v: %s", res.IsError, mcpgotest.Text(res))
 			}
 			if tc.code != "" {
 				var body struct{ Code string }
-				if err := json.Unmarshal([]byte(resultText(res)), &body); err != nil || body.Code != tc.code {
-					t.Fatalf("code %q (%v), want %s: %s", body.Code, err, tc.code, resultText(res))
+				if err := json.Unmarshal([]byte(mcpgotest.Text(res)), &body); err != nil || body.Code != tc.code {
+					t.Fatalf("code %q (%v), want %s: %s", body.Code, err, tc.code, mcpgotest.Text(res))
 				}
 			}
 		})
@@ -158,31 +103,18 @@ func TestHumanConfirmationMCPGoClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := modernClient(t, s.url, s.admin, nil)
+		c := mcpgotest.Connect(t, s.url+"/mcp", s.admin, nil)
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "delete_issue"
 		req.Params.Arguments = map[string]any{"issue_id": is.ID, "confirm": true}
 		res, err := c.CallTool(ctx, req)
 		if err != nil || res.IsError {
-			t.Fatalf("delete_issue: %v %s", err, resultText(res))
+			t.Fatalf("delete_issue: %v %s", err, mcpgotest.Text(res))
 		}
 		if _, err := s.w.Store.GetIssue(ctx, gt.WS, is.ID); err == nil || !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("issue still there: %v", err)
 		}
 	})
-}
-
-func resultText(r *mcp.CallToolResult) string {
-	if r == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestHumanConfirmationWire drives the exchange by hand: the input_required

@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
-	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/test/emulator"
 	"github.com/aacworkflow/aacmcp/test/harness"
+	"github.com/aacworkflow/aacmcp/test/mcpgotest"
 )
 
 // TestHumanConfirmationThroughGateway is issue 15 item 6 for the deployed path: the
@@ -25,9 +23,6 @@ import (
 // back from Kinesis. The mcp-go client at 2026-07-28 with an elicitation handler
 // plays the person; the same behaviour on serve is test/clients' and shared/mcpserver's.
 func TestHumanConfirmationThroughGateway(t *testing.T) {
-	if mcp.LATEST_PROTOCOL_VERSION != "2026-07-28" {
-		t.Fatalf("mcp-go's latest revision is %s; this test pins 2026-07-28", mcp.LATEST_PROTOCOL_VERSION)
-	}
 	bin, awsEnv, backend, data, cli := devOnDynalite(t)
 	kin := emulator.StartT(t, emulator.Kinesalite)
 	ctx := context.Background()
@@ -45,20 +40,20 @@ func TestHumanConfirmationThroughGateway(t *testing.T) {
 	mcpURL := startGateway(t, bin, awsEnv, append(backend, "--data", data,
 		"--audit-stream", stream, "--kinesis-endpoint-url", kin.Endpoint)...)
 
-	create := func(t *testing.T, c *client.Client, title string) (id, key string) {
+	create := func(t *testing.T, c *mcpclient.Client, title string) (id, key string) {
 		t.Helper()
-		res := call(t, c, "create_issue", map[string]any{"title": title})
+		res := mcpgotest.Call(t, c, "create_issue", map[string]any{"title": title})
 		var is struct{ ID, Key string }
-		if res.IsError || json.Unmarshal([]byte(text(res)), &is) != nil || is.ID == "" {
-			t.Fatalf("create_issue: %s", text(res))
+		if res.IsError || json.Unmarshal([]byte(mcpgotest.Text(res)), &is) != nil || is.ID == "" {
+			t.Fatalf("create_issue: %s", mcpgotest.Text(res))
 		}
 		return is.ID, is.Key
 	}
-	exists := func(t *testing.T, c *client.Client, id string) bool {
+	exists := func(t *testing.T, c *mcpclient.Client, id string) bool {
 		t.Helper()
-		res := call(t, c, "get_issue", map[string]any{"issue_id": id})
-		if res.IsError && errCode(res) != "not_found" {
-			t.Fatalf("get_issue: %s", text(res))
+		res := mcpgotest.Call(t, c, "get_issue", map[string]any{"issue_id": id})
+		if res.IsError && mcpgotest.ErrCode(res) != "not_found" {
+			t.Fatalf("get_issue: %s", mcpgotest.Text(res))
 		}
 		return !res.IsError
 	}
@@ -66,28 +61,30 @@ func TestHumanConfirmationThroughGateway(t *testing.T) {
 	cases := []struct {
 		name    string
 		action  mcp.ElicitationResponseAction
-		typed   func(key string) string
+		typed   func(key string) func(message string) string
 		deleted bool
 		code    string
 	}{
-		{"accepted", mcp.ElicitationResponseActionAccept, func(key string) string { return key }, true, ""},
+		{"accepted", mcp.ElicitationResponseActionAccept, func(key string) func(string) string { return func(string) string { return key } }, true, ""},
 		{"declined", mcp.ElicitationResponseActionDecline, nil, false, "confirmation_declined"},
-		{"wrong key", mcp.ElicitationResponseActionAccept, func(string) string { return "AAC-0" }, false, "confirmation_declined"},
+		{"wrong key", mcp.ElicitationResponseActionAccept, func(string) func(string) string { return func(string) string { return "AAC-0" } }, false, "confirmation_declined"},
 	}
 	ids := map[string]string{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &gatewayPerson{action: tc.action, typed: tc.typed}
-			c := modernGatewayClient(t, mcpURL, tok.Token, p)
+			p := &mcpgotest.Person{Action: tc.action}
+			c := mcpgotest.Connect(t, mcpURL, tok.Token, p)
 			id, key := create(t, c, "Doomed "+tc.name)
 			ids[tc.name] = id
-			p.key = key
-			res := call(t, c, "delete_issue", map[string]any{"issue_id": id, "confirm": true})
-			if len(p.asked) != 1 || !strings.Contains(p.asked[0].Message, key) {
-				t.Fatalf("the person was asked %d times (%+v), want once about %s", len(p.asked), p.asked, key)
+			if tc.typed != nil {
+				p.Typed = tc.typed(key)
 			}
-			if got := errCode(res); got != tc.code {
-				t.Fatalf("delete_issue: code %q, want %q: %s", got, tc.code, text(res))
+			res := mcpgotest.Call(t, c, "delete_issue", map[string]any{"issue_id": id, "confirm": true})
+			if asked := p.Asked(); len(asked) != 1 || !strings.Contains(asked[0].Message, key) {
+				t.Fatalf("the person was asked %d times (%+v), want once about %s", len(asked), asked, key)
+			}
+			if got := mcpgotest.ErrCode(res); got != tc.code {
+				t.Fatalf("delete_issue: code %q, want %q: %s", got, tc.code, mcpgotest.Text(res))
 			}
 			if gone := !exists(t, c, id); gone != tc.deleted {
 				t.Fatalf("deleted %v, want %v", gone, tc.deleted)
@@ -97,11 +94,11 @@ func TestHumanConfirmationThroughGateway(t *testing.T) {
 
 	t.Run("require refuses a client that cannot ask, on /mcp and REST", func(t *testing.T) {
 		cli("workspace", "set", "--workspace", "demo", "--destructive-confirmation", "require")
-		c := modernGatewayClient(t, mcpURL, tok.Token, nil)
+		c := mcpgotest.Connect(t, mcpURL, tok.Token, nil)
 		id, _ := create(t, c, "Kept by require")
 		ids["require"] = id
-		if res := call(t, c, "delete_issue", map[string]any{"issue_id": id, "confirm": true}); errCode(res) != "human_confirmation_required" {
-			t.Fatalf("/mcp: %s", text(res))
+		if res := mcpgotest.Call(t, c, "delete_issue", map[string]any{"issue_id": id, "confirm": true}); mcpgotest.ErrCode(res) != "human_confirmation_required" {
+			t.Fatalf("/mcp: %s", mcpgotest.Text(res))
 		}
 		restURL := strings.TrimSuffix(mcpURL, "/mcp") + "/tools/delete_issue"
 		req, _ := http.NewRequest(http.MethodPost, restURL, strings.NewReader(`{"issue_id":"`+id+`","confirm":true}`))
@@ -158,85 +155,4 @@ func TestHumanConfirmationThroughGateway(t *testing.T) {
 			}
 		}
 	}
-}
-
-// gatewayPerson answers every confirmation form the way it is told and records it.
-type gatewayPerson struct {
-	action mcp.ElicitationResponseAction
-	typed  func(key string) string
-	key    string
-	mu     sync.Mutex
-	asked  []mcp.ElicitationParams
-}
-
-func (p *gatewayPerson) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.asked = append(p.asked, req.Params)
-	res := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: p.action}}
-	if p.action == mcp.ElicitationResponseActionAccept {
-		res.Content = map[string]any{confirm.Field: p.typed(p.key)}
-	}
-	return res, nil
-}
-
-// modernGatewayClient is the mcp-go client at 2026-07-28; with a handler it
-// declares form elicitation in every request and fulfils input_required itself.
-func modernGatewayClient(t *testing.T, mcpURL, secret string, h client.ElicitationHandler) *client.Client {
-	t.Helper()
-	tr, err := transport.NewStreamableHTTP(mcpURL, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + secret}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_PROTOCOL_VERSION)}
-	if h != nil {
-		opts = append(opts, client.WithElicitationHandler(h))
-	}
-	c := client.NewClient(tr, opts...)
-	t.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "confirm-gateway-test", Version: "1.0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	if v := c.ProtocolVersion(); v != "2026-07-28" {
-		t.Fatalf("negotiated %q, want 2026-07-28", v)
-	}
-	return c
-}
-
-func call(t *testing.T, c *client.Client, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return res
-}
-
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-// errCode is the stable code of an error result, "" for a success.
-func errCode(r *mcp.CallToolResult) string {
-	if !r.IsError {
-		return ""
-	}
-	var body struct{ Code string }
-	_ = json.Unmarshal([]byte(text(r)), &body)
-	return body.Code
 }
