@@ -462,9 +462,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRawJSON(w, status, b)
 }
 
+// Header values every JSON answer carries. They are assigned, not Set: Set makes a
+// new one-element slice per header per response. Nothing appends to or edits a
+// response header's value slice in place (a one-element literal has no spare
+// capacity, so an Add copies it), so one slice serves every response.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
 func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	hd := w.Header()
+	hd["Content-Type"] = headerJSON
+	hd["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	_, _ = w.Write([]byte("\n"))
