@@ -633,7 +633,11 @@ func metaProtocolVersion(params json.RawMessage) string {
 // mcp-go would refuse it too, but with a plain-text body; this answer is JSON-RPC
 // like every other refusal on /mcp.
 func checkContentType(header http.Header) *protocolError {
-	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
+	ct := header.Get("Content-Type")
+	if ct == "application/json" {
+		return nil // what clients send; ParseMediaType would accept it, after allocating
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return &protocolError{code: rpcInvalidRequest, msg: "Content-Type must be application/json"}
 	}

@@ -170,7 +170,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id"))}
 	st.rw.ResponseWriter = w
 	rw := &st.rw
-	rw.Header().Set("X-Request-Id", st.requestID)
+	st.requestIDHeader[0] = st.requestID
+	rw.Header()["X-Request-Id"] = st.requestIDHeader[:]
 	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
 
 	defer func() {
@@ -403,7 +404,10 @@ func requestID(v string) string {
 // tool handlers (which see the request's context through mcp-go).
 type reqState struct {
 	requestID string
-	principal *auth.Principal
+	// requestIDHeader is the X-Request-Id header's value slice, allocated with
+	// the state instead of by Header.Set.
+	requestIDHeader [1]string
+	principal       *auth.Principal
 	// call is the tools/call the /mcp pre-dispatch prepared for the tool handler.
 	call    *guard.Request
 	invoked bool // a tools/call reached the guard (and so was audited)
