@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -522,13 +523,24 @@ func toolResult(res guard.Result) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, IsError: true}
 	}
 	out := &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.NewTextContent(string(res.JSON))},
+		Content:              []mcp.Content{mcp.NewTextContent(resultText(res.JSON))},
 		RawStructuredContent: res.JSON,
 	}
 	if res.Replay {
 		out.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaIdempotentReplay: true}}
 	}
 	return out
+}
+
+// resultText is a tool's JSON result as the text content that carries it too,
+// sharing its bytes instead of copying a result that can be a page of issues:
+// the guard never changes a Result's JSON once Call has returned it (see
+// guard.Result), so the string is as immutable as a string must be.
+func resultText(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // truncateText bounds caller-chosen text quoted in an error message, on a rune
