@@ -9,6 +9,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -456,14 +458,38 @@ func (s *statusWriter) status() int {
 	return s.code
 }
 
-// writeJSON encodes v as the response body with status.
+// jsonWriter is an encoder bound to its buffer. They are pooled: writeJSON
+// answers every /mcp call, and json.Marshal would allocate each answer anew.
+type jsonWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonWriters = sync.Pool{New: func() any {
+	jw := &jsonWriter{}
+	jw.enc = json.NewEncoder(&jw.buf)
+	return jw
+}}
+
+// maxPooledJSON bounds the buffers kept: one large answer's buffer is dropped
+// rather than held for every later small one.
+const maxPooledJSON = 64 << 10
+
+// writeJSON encodes v as the response body with status: json.Marshal's bytes and
+// a newline (what json.Encoder writes).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	jw := jsonWriters.Get().(*jsonWriter)
+	jw.buf.Reset()
+	if err := jw.enc.Encode(v); err != nil {
+		// Encode writes nothing when it fails.
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(apperr.Internal(err).Body())
+		_ = jw.enc.Encode(apperr.Internal(err).Body())
 	}
-	writeRawJSON(w, status, b)
+	writeJSONHeader(w, status)
+	_, _ = w.Write(jw.buf.Bytes()) // a Writer does not retain what it is given
+	if jw.buf.Cap() <= maxPooledJSON {
+		jsonWriters.Put(jw)
+	}
 }
 
 // Header values every JSON answer carries. They are assigned, not Set: Set makes a
@@ -476,12 +502,16 @@ var (
 )
 
 func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	writeJSONHeader(w, status)
+	_, _ = w.Write(b)
+	_, _ = w.Write([]byte("\n"))
+}
+
+func writeJSONHeader(w http.ResponseWriter, status int) {
 	hd := w.Header()
 	hd["Content-Type"] = headerJSON
 	hd["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
-	_, _ = w.Write([]byte("\n"))
 }
 
 // isLoopbackHost reports whether a Host header (or URL host) names this machine's
