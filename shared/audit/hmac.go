@@ -8,9 +8,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 )
 
 // MinHMACKeyBytes is the shortest HMAC key accepted: HMAC-SHA256's block-size
@@ -33,6 +35,10 @@ const (
 // could recover (which a plain SHA-256 does). Safe for concurrent use.
 type HMAC struct {
 	key []byte
+	// macs holds keyed HMAC-SHA256 states for reuse: hmac.New allocates two
+	// SHA-256 states and pads the key on every call, and every tools/call
+	// digests its arguments. Reset restores the keyed state.
+	macs sync.Pool
 }
 
 // NewHMAC returns a HMAC keyed with key (at least MinHMACKeyBytes).
@@ -52,23 +58,34 @@ func EphemeralHMAC() *HMAC {
 	return &HMAC{key: key}
 }
 
-func (d *HMAC) sum(label string, b []byte) string {
-	m := hmac.New(sha256.New, d.key)
-	m.Write([]byte(label))
+// The labels as bytes, written without a conversion per digest.
+var argsLabelBytes, idemLabelBytes = []byte(argsLabel), []byte(idemLabel)
+
+func (d *HMAC) sum(label, b []byte) string {
+	m, ok := d.macs.Get().(hash.Hash)
+	if ok {
+		m.Reset()
+	} else {
+		m = hmac.New(sha256.New, d.key)
+	}
+	m.Write(label)
 	m.Write(b)
-	var out [sha256.Size]byte
-	return hex.EncodeToString(m.Sum(out[:0]))
+	var sum [sha256.Size]byte
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], m.Sum(sum[:0]))
+	d.macs.Put(m)
+	return string(out[:])
 }
 
 // Args is the args_hmac of canonical arguments.
-func (d *HMAC) Args(canonical []byte) string { return d.sum(argsLabel, canonical) }
+func (d *HMAC) Args(canonical []byte) string { return d.sum(argsLabelBytes, canonical) }
 
 // IdempotencyKey is the idempotency_key_hmac of a caller's key ("" for none).
 func (d *HMAC) IdempotencyKey(key string) string {
 	if key == "" {
 		return ""
 	}
-	return d.sum(idemLabel, []byte(key))
+	return d.sum(idemLabelBytes, []byte(key))
 }
 
 // cursorKeyInfo is the HKDF info of the cursor key: a label of its own, so the key

@@ -2,9 +2,13 @@ package audit_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
@@ -122,4 +126,34 @@ func TestCursorKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHMACKnownAnswer: every digest is HMAC-SHA256(key, label || input), the
+// same on a fresh state and on a reused one, concurrently too.
+func TestHMACKnownAnswer(t *testing.T) {
+	key := bytes.Repeat([]byte{9}, 32)
+	d, err := audit.NewHMAC(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(label, in string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(label + in))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				in := fmt.Sprintf(`{"n":%d,"g":%d}`, i, g)
+				if got, w := d.Args([]byte(in)), want("aacmcp/audit/args_hmac/v1\x00", in); got != w {
+					t.Errorf("Args(%s) = %s, want %s", in, got, w)
+				}
+				if got, w := d.IdempotencyKey(in), want("aacmcp/audit/idempotency_key_hmac/v1\x00", in); got != w {
+					t.Errorf("IdempotencyKey(%s) = %s, want %s", in, got, w)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

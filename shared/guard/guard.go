@@ -193,6 +193,9 @@ type Request struct {
 // Result is the outcome of Call.
 type Result struct {
 	// JSON is the tool's success result, encoded once; nil when Err is set.
+	// Nothing changes its bytes after Call returns (a replay's come from the
+	// store's copy), so a transport may share them, as shared/mcpserver does
+	// for the text content beside structuredContent.
 	JSON json.RawMessage
 	Err  *apperr.Error
 	// Replay is true when JSON is the stored first result of an idempotency key.

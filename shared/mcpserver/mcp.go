@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -134,6 +135,32 @@ func (p toolCallParams) declaredVersion(decoded bool) bodyVersion {
 	return bodyVersion{v: metaString(p.Meta, mcp.MetaKeyProtocolVersion), known: true}
 }
 
+// requestIDOf is the id of the response to a request with id raw, as mcp-go's
+// RequestId decodes it (string; number as int64 when integral, else float64;
+// null or invalid: none). A number, the usual id, is parsed with strconv as
+// encoding/json parses a float64, rather than through RequestId.UnmarshalJSON,
+// which first fails to decode it as a string and allocates that error.
+func requestIDOf(raw json.RawMessage) mcp.RequestId {
+	var id mcp.RequestId
+	if len(raw) == 0 {
+		return id
+	}
+	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
+		// raw is one valid JSON value (parseEnvelope), so this is a JSON number;
+		// one out of float64's range fails here and below alike.
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			if f == float64(int64(f)) {
+				return mcp.NewRequestId(int64(f))
+			}
+			return mcp.NewRequestId(f)
+		}
+	}
+	if json.Unmarshal(raw, &id) != nil {
+		return mcp.RequestId{}
+	}
+	return id
+}
+
 // rpcIDString renders a JSON-RPC id for the audit record.
 func rpcIDString(id json.RawMessage) string {
 	t := bytes.TrimSpace(id)
@@ -188,11 +215,17 @@ func canElicitForm(meta map[string]json.RawMessage) bool {
 }
 
 func metaString(meta map[string]json.RawMessage, key string) string {
-	var s string
-	if raw, ok := meta[key]; ok && json.Unmarshal(raw, &s) == nil {
-		return s
+	raw, ok := meta[key]
+	if !ok {
+		return ""
 	}
-	return ""
+	// Declared here, not above: &s escapes into json.Unmarshal, so s is a heap
+	// allocation on every call that reaches its declaration, member or not.
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // serveMCP is POST /mcp. It reads the body once, authenticates, and decides the
@@ -309,7 +342,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 	res := h.guard.Call(r.Context(), req)
 	st.invoked = true
 	st.tool, st.outcome = req.Tool, res.Record.Outcome
-	w.Header().Set("Cache-Control", "no-store")
+	// Every answer below goes through writeJSON, which sets Cache-Control.
 	if e := res.Err; e != nil && (e.Code == apperr.InsufficientScope || e.Code == apperr.UnknownTool) {
 		status := http.StatusOK
 		if e.Code == apperr.InsufficientScope {
@@ -319,10 +352,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 		writeJSON(w, status, rpcErrorResponse(env.ID, rpcCodeFor(e.Code), e.Message, e.Body()))
 		return
 	}
-	var id mcp.RequestId
-	if len(env.ID) > 0 && json.Unmarshal(env.ID, &id) != nil {
-		id = mcp.RequestId{}
-	}
+	id := requestIDOf(env.ID)
 	if ir := res.InputRequired; ir != nil {
 		// Only a 2026-07-28 request sets CanElicit, so this answer never goes
 		// to a client that could not read it.
@@ -493,13 +523,24 @@ func toolResult(res guard.Result) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, IsError: true}
 	}
 	out := &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.NewTextContent(string(res.JSON))},
+		Content:              []mcp.Content{mcp.NewTextContent(resultText(res.JSON))},
 		RawStructuredContent: res.JSON,
 	}
 	if res.Replay {
 		out.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaIdempotentReplay: true}}
 	}
 	return out
+}
+
+// resultText is a tool's JSON result as the text content that carries it too,
+// sharing its bytes instead of copying a result that can be a page of issues:
+// the guard never changes a Result's JSON once Call has returned it (see
+// guard.Result), so the string is as immutable as a string must be.
+func resultText(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // truncateText bounds caller-chosen text quoted in an error message, on a rune
@@ -604,7 +645,11 @@ func metaProtocolVersion(params json.RawMessage) string {
 // mcp-go would refuse it too, but with a plain-text body; this answer is JSON-RPC
 // like every other refusal on /mcp.
 func checkContentType(header http.Header) *protocolError {
-	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
+	ct := header.Get("Content-Type")
+	if ct == "application/json" {
+		return nil // what clients send; ParseMediaType would accept it, after allocating
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
 		return &protocolError{code: rpcInvalidRequest, msg: "Content-Type must be application/json"}
 	}

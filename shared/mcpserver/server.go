@@ -9,6 +9,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -170,7 +172,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id"))}
 	st.rw.ResponseWriter = w
 	rw := &st.rw
-	rw.Header().Set("X-Request-Id", st.requestID)
+	st.requestIDHeader[0] = st.requestID
+	rw.Header()["X-Request-Id"] = st.requestIDHeader[:]
 	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
 
 	defer func() {
@@ -403,7 +406,10 @@ func requestID(v string) string {
 // tool handlers (which see the request's context through mcp-go).
 type reqState struct {
 	requestID string
-	principal *auth.Principal
+	// requestIDHeader is the X-Request-Id header's value slice, allocated with
+	// the state instead of by Header.Set.
+	requestIDHeader [1]string
+	principal       *auth.Principal
 	// call is the tools/call the /mcp pre-dispatch prepared for the tool handler.
 	call    *guard.Request
 	invoked bool // a tools/call reached the guard (and so was audited)
@@ -452,22 +458,60 @@ func (s *statusWriter) status() int {
 	return s.code
 }
 
-// writeJSON encodes v as the response body with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(apperr.Internal(err).Body())
-	}
-	writeRawJSON(w, status, b)
+// jsonWriter is an encoder bound to its buffer. They are pooled: writeJSON
+// answers every /mcp call, and json.Marshal would allocate each answer anew.
+type jsonWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
+var jsonWriters = sync.Pool{New: func() any {
+	jw := &jsonWriter{}
+	jw.enc = json.NewEncoder(&jw.buf)
+	return jw
+}}
+
+// maxPooledJSON bounds the buffers kept: one large answer's buffer is dropped
+// rather than held for every later small one.
+const maxPooledJSON = 64 << 10
+
+// writeJSON encodes v as the response body with status: json.Marshal's bytes and
+// a newline (what json.Encoder writes).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	jw := jsonWriters.Get().(*jsonWriter)
+	jw.buf.Reset()
+	if err := jw.enc.Encode(v); err != nil {
+		// Encode writes nothing when it fails.
+		status = http.StatusInternalServerError
+		_ = jw.enc.Encode(apperr.Internal(err).Body())
+	}
+	writeJSONHeader(w, status)
+	_, _ = w.Write(jw.buf.Bytes()) // a Writer does not retain what it is given
+	if jw.buf.Cap() <= maxPooledJSON {
+		jsonWriters.Put(jw)
+	}
+}
+
+// Header values every JSON answer carries. They are assigned, not Set: Set makes a
+// new one-element slice per header per response. Nothing appends to or edits a
+// response header's value slice in place (a one-element literal has no spare
+// capacity, so an Add copies it), so one slice serves every response.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
 func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
+	writeJSONHeader(w, status)
 	_, _ = w.Write(b)
 	_, _ = w.Write([]byte("\n"))
+}
+
+func writeJSONHeader(w http.ResponseWriter, status int) {
+	hd := w.Header()
+	hd["Content-Type"] = headerJSON
+	hd["Cache-Control"] = headerNoStore
+	w.WriteHeader(status)
 }
 
 // isLoopbackHost reports whether a Host header (or URL host) names this machine's

@@ -8,75 +8,126 @@ package jsondup
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
+	"unicode/utf8"
 )
+
+// smallObject is how many names an object's duplicate check compares pairwise;
+// from there on they go into a map, so a huge object costs linear time, not
+// quadratic.
+const smallObject = 16
 
 // Find reports the first member name that repeats within one object of doc, as
 // decoded (so "a" and "\u0061" are the same name). ok is false when every object's
 // names are distinct, and also when doc is not valid JSON: whoever decodes doc
 // reports that.
+//
+// It runs on every /mcp body and every tool's arguments, so it walks the bytes
+// itself instead of json.Decoder's token stream, which allocates for every token:
+// a name is compared as it appears in doc and decoded only when escapes or invalid
+// UTF-8 make its decoded form differ from its bytes.
 func Find(doc []byte) (name string, ok bool) {
 	// A document without an object has no names; one that is not JSON is not ours
-	// to judge (and its tokens up to the error would be).
+	// to judge. After json.Valid the walk below can rely on the grammar.
 	if bytes.IndexByte(doc, '{') < 0 || !json.Valid(doc) {
 		return "", false
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	// One entry per open container: the names seen so far for an object, nil for
-	// an array. expectName says the next string token of an object is a name.
+	// One frame per open container. The names of the innermost objects are the
+	// tail of names (from frame.first); an object past smallObject names keeps
+	// them in seen instead.
 	type frame struct {
-		names      map[string]struct{}
 		object     bool
 		expectName bool
+		first      int
+		seen       map[string]struct{}
 	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return "", false
-		}
-		if err != nil {
-			return "", false
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if top != nil && top.object {
-					top.expectName = true // the container was a member's value
-				}
-				stack = append(stack, frame{object: t == '{', expectName: t == '{'})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].object {
-					stack[len(stack)-1].expectName = true
-				}
+	var (
+		stackBuf [16]frame
+		namesBuf [32][]byte
+		stack    = stackBuf[:0]
+		names    = namesBuf[:0]
+	)
+	for i := 0; i < len(doc); {
+		switch c := doc[i]; c {
+		case '{', '[':
+			stack = append(stack, frame{object: c == '{', expectName: c == '{', first: len(names)})
+			i++
+		case '}', ']':
+			names = names[:stack[len(stack)-1].first]
+			stack = stack[:len(stack)-1]
+			i++
+		case ',':
+			// In an object a comma is followed by a name; in valid JSON nothing
+			// else sets expectName again.
+			if n := len(stack); n > 0 && stack[n-1].object {
+				stack[n-1].expectName = true
 			}
-		case string:
-			if top != nil && top.object && top.expectName {
-				if top.names == nil {
-					top.names = make(map[string]struct{}, 4)
-				}
-				if _, seen := top.names[t]; seen {
-					return t, true
-				}
-				top.names[t] = struct{}{}
-				top.expectName = false
+			i++
+		case '"':
+			end, plain := stringEnd(doc, i)
+			n := len(stack)
+			if n == 0 || !stack[n-1].object || !stack[n-1].expectName {
+				i = end
 				continue
 			}
-			if top != nil && top.object {
-				top.expectName = true
+			top := &stack[n-1]
+			top.expectName = false
+			nm := doc[i+1 : end-1]
+			if !plain {
+				var s string
+				if json.Unmarshal(doc[i:end], &s) != nil {
+					return "", false // cannot happen after json.Valid
+				}
+				nm = []byte(s)
 			}
+			i = end
+			if top.seen != nil {
+				if _, dup := top.seen[string(nm)]; dup {
+					return string(nm), true
+				}
+				top.seen[string(nm)] = struct{}{}
+				continue
+			}
+			for _, prev := range names[top.first:] {
+				if bytes.Equal(prev, nm) {
+					return string(nm), true
+				}
+			}
+			if len(names)-top.first < smallObject {
+				names = append(names, nm)
+				continue
+			}
+			top.seen = make(map[string]struct{}, 2*smallObject)
+			for _, prev := range names[top.first:] {
+				top.seen[string(prev)] = struct{}{}
+			}
+			top.seen[string(nm)] = struct{}{}
+			names = names[:top.first]
 		default:
-			if top != nil && top.object {
-				top.expectName = true
-			}
+			i++
 		}
 	}
+	return "", false
+}
+
+// stringEnd returns the index just past the string literal starting at doc[start]
+// (a '"'), and whether its decoded value equals its bytes: no escapes and valid
+// UTF-8 (encoding/json decodes invalid UTF-8 as U+FFFD).
+func stringEnd(doc []byte, start int) (end int, plain bool) {
+	plain = true
+	ascii := true
+	for i := start + 1; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case c == '\\':
+			plain = false
+			i++ // the escaped byte; \uXXXX's hex digits cannot be '"' or '\\'
+		case c == '"':
+			if plain && !ascii && !utf8.Valid(doc[start+1:i]) {
+				plain = false
+			}
+			return i + 1, plain
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return len(doc), plain
 }

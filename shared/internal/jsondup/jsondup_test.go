@@ -3,7 +3,9 @@ package jsondup
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +31,13 @@ func TestFind(t *testing.T) {
 		{`{"k":"v","nested":{"k":"v"},"k2":1}`, "", false},
 		{`{"a":1,"a":`, "", false}, // invalid: the decoder's to report
 		{`"a"`, "", false},
+		{"{\"\xff\":1,\"\xfe\":2}", "\ufffd", true}, // both decode to U+FFFD
+		{`{"é":1,"\u00e9":2}`, "é", true},
+		// Past smallObject names an object's names move to a map.
+		{bigObject(40, "n3"), "n3", true},
+		{bigObject(40, "n39"), "n39", true},
+		{bigObject(40, ""), "", false},
+		{`{"a":` + bigObject(40, "") + `,"b":1,"a":2}`, "a", true},
 		{`42`, "", false},
 	}
 	for _, tc := range tests {
@@ -37,6 +46,24 @@ func TestFind(t *testing.T) {
 			t.Errorf("Find(%s) = %q, %v; want %q, %v", tc.doc, name, ok, tc.name, tc.ok)
 		}
 	}
+}
+
+// bigObject is an object with members n0..n(n-1), then again, if repeat is not
+// empty, a member named repeat.
+func bigObject(n int, repeat string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"n%d":{"n%d":[%d]}`, i, i, i)
+	}
+	if repeat != "" {
+		fmt.Fprintf(&b, `,%q:null`, repeat)
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // hasDuplicate is an independent reference: it decodes doc keeping every member of
@@ -108,4 +135,15 @@ func FuzzFind(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkFind is one tools/call body as a client sends it.
+func BenchmarkFind(b *testing.B) {
+	doc := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","arguments":{"issue_id":"BENCH-4242"},"_meta":{"progressToken":7}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, dup := Find(doc); dup {
+			b.Fatal("duplicate")
+		}
+	}
 }
