@@ -44,7 +44,7 @@ func LoadAudited(ctx context.Context, getenv func(string) string, stdout io.Writ
 	if err != nil {
 		return a, err
 	}
-	if a.AWS, err = AWSConfig(ctx); err != nil {
+	if a.AWS, err = AWSConfig(); err != nil {
 		return a, err
 	}
 	a.Audit = AuditSink(kinesis.NewFromConfig(a.AWS), cfg.AuditStream, stdout, function, a.Logger)

@@ -2,6 +2,7 @@ package lambdaenv
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -24,24 +25,43 @@ var lambdaEnv = []string{
 }
 
 func TestLambdaAWSConfigTakesOnlyLambdaEnvironments(t *testing.T) {
+	plus := func(kv ...string) []string { return append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], kv...) }
 	tests := []struct {
 		name string
 		env  []string
-		ok   bool
+		// named: the variables the error must name; nil when the environment is
+		// Lambda's.
+		named []string
 	}{
-		{"Lambda's variables", lambdaEnv, true},
-		{"without a session token", without(lambdaEnv, "AWS_SESSION_TOKEN"), true},
-		{"no region", without(lambdaEnv, "AWS_REGION", "AWS_DEFAULT_REGION"), false},
-		{"no credentials", without(lambdaEnv, "AWS_ACCESS_KEY_ID"), false},
-		{"a profile", append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], "AWS_PROFILE=dev"), false},
-		{"retry settings", append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], "AWS_MAX_ATTEMPTS=9"), false},
-		{"a CA bundle", append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], "AWS_CA_BUNDLE=/x.pem"), false},
-		{"endpoint URLs ignored", append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true"), false},
+		{"Lambda's variables", lambdaEnv, nil},
+		{"without a session token", without(lambdaEnv, "AWS_SESSION_TOKEN"), nil},
+		{"the role's keys under their other names", append(without(lambdaEnv, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), "AWS_ACCESS_KEY=AKIDEXAMPLE", "AWS_SECRET_KEY=secret"), nil},
+		{"no region", without(lambdaEnv, "AWS_REGION", "AWS_DEFAULT_REGION"), []string{"AWS_REGION"}},
+		{"no access key", without(lambdaEnv, "AWS_ACCESS_KEY_ID"), []string{"AWS_ACCESS_KEY_ID"}},
+		{"no secret key", without(lambdaEnv, "AWS_SECRET_ACCESS_KEY"), []string{"AWS_SECRET_ACCESS_KEY"}},
+		{"a profile", plus("AWS_PROFILE=dev"), []string{"AWS_PROFILE"}},
+		{"retry settings", plus("AWS_MAX_ATTEMPTS=9", "AWS_RETRY_MODE=adaptive"), []string{"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"}},
+		{"a CA bundle", plus("AWS_CA_BUNDLE=/x.pem"), []string{"AWS_CA_BUNDLE"}},
+		{"an account ID", plus("AWS_ACCOUNT_ID=123456789012"), []string{"AWS_ACCOUNT_ID"}},
+		{"container credentials", plus("AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:1/creds"), []string{"AWS_CONTAINER_CREDENTIALS_FULL_URI"}},
+		{"endpoint URLs ignored", plus("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true"), []string{"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := lambdaAWSConfig(tc.env); ok != tc.ok {
-				t.Errorf("ok = %v, want %v", ok, tc.ok)
+			_, err := lambdaAWSConfig(tc.env)
+			if tc.named == nil {
+				if err != nil {
+					t.Fatalf("err = %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrAWSEnvironment) {
+				t.Fatalf("err = %v, want ErrAWSEnvironment", err)
+			}
+			for _, k := range tc.named {
+				if !strings.Contains(err.Error(), k) {
+					t.Errorf("error %q does not name %s", err, k)
+				}
 			}
 		})
 	}
@@ -55,6 +75,11 @@ func TestLambdaAWSConfigMatchesLoadDefaultConfig(t *testing.T) {
 		"service endpoints": lambdaEnv,
 		"global endpoint":   append(without(lambdaEnv, "AWS_ENDPOINT_URL_DYNAMODB"), "AWS_ENDPOINT_URL=http://127.0.0.1:4000"),
 		"no endpoints":      without(lambdaEnv, "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SECRETS_MANAGER"),
+		"keys under their other names": append(without(lambdaEnv, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+			"AWS_ACCESS_KEY=AKIDOTHER", "AWS_SECRET_KEY=other"),
+		"both names of the keys":  append(lambdaEnv[:len(lambdaEnv):len(lambdaEnv)], "AWS_ACCESS_KEY=AKIDOTHER", "AWS_SECRET_KEY=other"),
+		"only the default region": without(lambdaEnv, "AWS_REGION"),
+		"two regions":             append(without(lambdaEnv, "AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION=us-east-2"),
 	}
 	for name, env := range envs {
 		t.Run(name, func(t *testing.T) {
@@ -69,9 +94,9 @@ func TestLambdaAWSConfigMatchesLoadDefaultConfig(t *testing.T) {
 				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v)
 			}
-			fast, ok := lambdaAWSConfig(env)
-			if !ok {
-				t.Fatal("fast path refused Lambda's environment")
+			fast, err := lambdaAWSConfig(env)
+			if err != nil {
+				t.Fatalf("refused Lambda's environment: %v", err)
 			}
 			slow, err := config.LoadDefaultConfig(context.Background())
 			if err != nil {

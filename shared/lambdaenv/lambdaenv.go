@@ -17,9 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 )
 
@@ -173,24 +170,6 @@ func splitList(s string) []string {
 // JSON lines field by field. function is added to every line.
 func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("function", function)
-}
-
-// AWSConfig loads the SDK configuration (AWS_REGION, the execution role's
-// credentials, AWS_ENDPOINT_URL_DYNAMODB / _KINESIS for the emulator tests): from
-// the variables alone when Lambda's are all there is (lambdaAWSConfig), else the
-// usual way.
-func AWSConfig(ctx context.Context) (aws.Config, error) {
-	if cfg, ok := awsConfigFast(); ok {
-		return cfg, nil
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		return aws.Config{}, errors.New("AWS_REGION is not set")
-	}
-	return cfg, nil
 }
 
 // DeadlineMargin is the time an invocation keeps back from the Lambda deadline to

@@ -7,6 +7,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+
+	// The GC target of a Lambda process, set before the other package
+	// initializers allocate (see the package).
+	_ "github.com/aacworkflow/aacmcp/shared/lambdaenv/internal/coldgc"
 )
 
 // FromEnv is every function package's constructor: the function built from the

@@ -49,7 +49,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 	if bucket == "" || keyARN == "" {
 		return nil, log, errors.New(EnvAuditBucket + " and " + EnvDigestKeyARN + " must be set")
 	}
-	cfg, err := lambdaenv.AWSConfig(ctx)
+	cfg, err := lambdaenv.AWSConfig()
 	if err != nil {
 		return nil, log, err
 	}

@@ -44,7 +44,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 			groups = append(groups, g)
 		}
 	}
-	awsCfg, err := lambdaenv.AWSConfig(ctx)
+	awsCfg, err := lambdaenv.AWSConfig()
 	if err != nil {
 		return nil, log, err
 	}
