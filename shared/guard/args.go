@@ -46,7 +46,9 @@ type args struct {
 // arguments" ({}), which is what clients send for tools whose parameters are all
 // optional. It never fails: a problem is recorded and reported by the validation
 // step, so that the checks before it (scope, confirm) keep the spec's order.
-func parseArgs(raw []byte) *args {
+// namesChecked skips the repeated-name check a transport has made already
+// (Request.NamesChecked).
+func parseArgs(raw []byte, namesChecked bool) *args {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
@@ -63,10 +65,12 @@ func parseArgs(raw []byte) *args {
 			a.problem = "arguments are not valid JSON"
 			break
 		}
-		if name, dup := jsondup.Find(trimmed); dup {
-			a.problem = fmt.Sprintf("arguments repeat the member name %s", strconv.Quote(truncateName(name)))
-			a.ambiguous = true
-			break
+		if !namesChecked {
+			if name, dup := jsondup.Find(trimmed); dup {
+				a.problem = fmt.Sprintf("arguments repeat the member name %s", strconv.Quote(truncateName(name)))
+				a.ambiguous = true
+				break
+			}
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {

@@ -27,8 +27,8 @@ func TestCanonicalDigest(t *testing.T) {
 		{`{"a":1}`, `{"a":1.0}`, false}, // literal numbers are kept as written
 	}
 	for _, c := range cases {
-		da := parseArgs([]byte(c.a)).digestWithout(idempotencyKeyArg)
-		db := parseArgs([]byte(c.b)).digestWithout(idempotencyKeyArg)
+		da := parseArgs([]byte(c.a), false).digestWithout(idempotencyKeyArg)
+		db := parseArgs([]byte(c.b), false).digestWithout(idempotencyKeyArg)
 		if (da == db) != c.same {
 			t.Errorf("digest(%s) == digest(%s) is %v, want %v", c.a, c.b, da == db, c.same)
 		}
@@ -63,7 +63,7 @@ func TestIdempotencyInProgress(t *testing.T) {
 	err := w.Store.CreateIdempotency(context.Background(), store.IdempotencyRecord{
 		IdempotencyKey: store.IdempotencyKey{WorkspaceID: gt.WS, UserID: gt.Admin, Tool: "create_issue", KeyHash: sha256Hex([]byte("busy"))},
 		State:          store.IdemPending,
-		ArgsDigest:     parseArgs([]byte(args)).digestWithout(idempotencyKeyArg),
+		ArgsDigest:     parseArgs([]byte(args), false).digestWithout(idempotencyKeyArg),
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(time.Hour),
 	})
@@ -83,14 +83,14 @@ func FuzzParseArgs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a := parseArgs(b)
+		a := parseArgs(b, false)
 		if (a.obj == nil) == (a.problem == "") {
 			t.Fatalf("obj=%v problem=%q: exactly one must be set", a.obj != nil, a.problem)
 		}
 		_ = a.confirmed()
 		_ = a.digestWithout(idempotencyKeyArg)
 		if a.obj != nil {
-			again := parseArgs(a.canonical)
+			again := parseArgs(a.canonical, false)
 			if again.obj == nil || !bytes.Equal(again.canonical, a.canonical) {
 				t.Fatalf("canonical form is not stable: %q -> %q", a.canonical, again.canonical)
 			}
@@ -130,4 +130,17 @@ func FuzzCall(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNamesCheckedSkipsTheRepeat: the repeated-name check runs once per request. A
+// transport that has checked the whole message (/mcp) says so, and the guard does
+// not look again; without it (REST, whose body is the arguments) the guard looks.
+func TestNamesCheckedSkipsTheRepeat(t *testing.T) {
+	const dup = `{"title":"a","title":"b"}`
+	if a := parseArgs([]byte(dup), false); !a.ambiguous {
+		t.Errorf("unchecked: %q not refused as ambiguous (problem %q)", dup, a.problem)
+	}
+	if a := parseArgs([]byte(dup), true); a.ambiguous || a.problem != "" {
+		t.Errorf("checked by the transport: ambiguous %v, problem %q", a.ambiguous, a.problem)
+	}
 }

@@ -6,5 +6,5 @@ package guard
 // seal binds exactly what the guard will run (without "confirm") rather than a
 // second canonicaliser's idea of it.
 func ArgsDigestWithout(raw []byte, key string) string {
-	return parseArgs(raw).digestWithout(key)
+	return parseArgs(raw, false).digestWithout(key)
 }

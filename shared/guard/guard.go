@@ -188,6 +188,11 @@ type Request struct {
 	// RequestState and InputResponses are an MRTR retry's params, verbatim.
 	RequestState   string
 	InputResponses json.RawMessage
+	// NamesChecked: the transport has already refused any message that repeats a
+	// member name in one of its objects, Args included (/mcp does, on the whole
+	// body, before the call gets here), so the guard does not run the same check on
+	// Args again. REST, whose body is Args, leaves it false.
+	NamesChecked bool
 }
 
 // Result is the outcome of Call.
@@ -238,7 +243,7 @@ func (g *Guard) RecordRejected(ctx context.Context, req Request, err *apperr.Err
 		g.describeTool(c, t)
 	}
 	if len(req.Args) > 0 {
-		c.args = parseArgs(req.Args)
+		c.args = parseArgs(req.Args, req.NamesChecked)
 		record.SetArgs(&c.rec, g.digest, c.args.canonical)
 	}
 	res := Result{Err: err}
@@ -290,7 +295,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	}
 	g.describeTool(c, t)
 
-	a := parseArgs(c.req.Args)
+	a := parseArgs(c.req.Args, c.req.NamesChecked)
 	c.args = a
 	record.SetArgs(&c.rec, g.digest, a.canonical)
 	// confirm_present records whether the caller confirmed: the JSON boolean true,

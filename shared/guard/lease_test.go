@@ -38,7 +38,7 @@ func TestAbandonedClaim(t *testing.T) {
 			err := w.Store.CreateIdempotency(context.Background(), store.IdempotencyRecord{
 				IdempotencyKey: store.IdempotencyKey{WorkspaceID: gt.WS, UserID: gt.Admin, Tool: "create_issue", KeyHash: sha256Hex([]byte("k1"))},
 				State:          store.IdemPending,
-				ArgsDigest:     parseArgs([]byte(args)).digestWithout(idempotencyKeyArg),
+				ArgsDigest:     parseArgs([]byte(args), false).digestWithout(idempotencyKeyArg),
 				CreatedAt:      claimed,
 				ExpiresAt:      claimed.Add(DefaultIdempotencyTTL),
 			})
@@ -203,7 +203,7 @@ func TestAbandonedClaimRace(t *testing.T) {
 			err := w.Store.CreateIdempotency(context.Background(), store.IdempotencyRecord{
 				IdempotencyKey: store.IdempotencyKey{WorkspaceID: gt.WS, UserID: gt.Admin, Tool: "create_issue", KeyHash: sha256Hex([]byte("k1"))},
 				State:          store.IdemPending,
-				ArgsDigest:     parseArgs([]byte(tc.args[0])).digestWithout(idempotencyKeyArg),
+				ArgsDigest:     parseArgs([]byte(tc.args[0]), false).digestWithout(idempotencyKeyArg),
 				CreatedAt:      claimed,
 				ExpiresAt:      claimed.Add(DefaultIdempotencyTTL),
 			})

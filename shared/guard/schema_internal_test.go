@@ -20,7 +20,7 @@ func TestSchemasCompileOnFirstUse(t *testing.T) {
 		}
 	}
 	tool, _ := g.cat.Lookup("get_issue")
-	if e := g.validate(tool, parseArgs(json.RawMessage(`{"issue_id":"AAC-1"}`))); e != nil {
+	if e := g.validate(tool, parseArgs(json.RawMessage(`{"issue_id":"AAC-1"}`), false)); e != nil {
 		t.Fatalf("validate get_issue: %v", e)
 	}
 	for name, ts := range g.schemas {
@@ -50,12 +50,12 @@ func TestBrokenSchema(t *testing.T) {
 		t.Fatalf("SchemaErrors = %v, want the broken schema", errs)
 	}
 	for _, args := range []string{`{}`, `[1]`} {
-		e := g.validate(catalog.Tool{Name: "broken"}, parseArgs(json.RawMessage(args)))
+		e := g.validate(catalog.Tool{Name: "broken"}, parseArgs(json.RawMessage(args), false))
 		if e == nil || e.Code != apperr.InternalError {
 			t.Errorf("validate(%s) = %v, want internal_error", args, e)
 		}
 	}
-	if e := g.validate(catalog.Tool{Name: "unknown"}, parseArgs(json.RawMessage(`{}`))); e == nil || e.Code != apperr.InternalError {
+	if e := g.validate(catalog.Tool{Name: "unknown"}, parseArgs(json.RawMessage(`{}`), false)); e == nil || e.Code != apperr.InternalError {
 		t.Errorf("validate of a tool without a schema = %v, want internal_error", e)
 	}
 }

@@ -289,6 +289,11 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if isCall {
+		// No object of the body repeats a name, so neither does the arguments
+		// object inside it: the guard is told, and does not look again.
+		st.call.NamesChecked = true
+	}
 	if isCall && env.notification {
 		// A notification gets no response, so a tool run for one would have an
 		// effect its sender never learns of; mcp-go ran it or not depending on the
