@@ -8,7 +8,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,7 +17,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/bench/bare"
-	"github.com/aacworkflow/aacmcp/shared/store"
+	"github.com/aacworkflow/aacmcp/bench/peerfile"
 )
 
 func main() {
@@ -32,16 +31,9 @@ func main() {
 }
 
 func run(addr, file string) error {
-	b, err := os.ReadFile(file)
+	data, err := peerfile.Read(file)
 	if err != nil {
 		return err
-	}
-	var data struct {
-		Workspace string        `json:"workspace"`
-		Issues    []store.Issue `json:"issues"`
-	}
-	if err := json.Unmarshal(b, &data); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

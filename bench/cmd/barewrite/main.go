@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/bench/barewrite"
+	"github.com/aacworkflow/aacmcp/bench/peerfile"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -36,16 +36,9 @@ func main() {
 }
 
 func run(addr, file, db, user string) error {
-	b, err := os.ReadFile(file)
+	data, err := peerfile.Read(file)
 	if err != nil {
 		return err
-	}
-	var data struct {
-		Workspace string        `json:"workspace"`
-		Issues    []store.Issue `json:"issues"`
-	}
-	if err := json.Unmarshal(b, &data); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	if len(data.Issues) == 0 {
 		return errors.New("no issues to seed")

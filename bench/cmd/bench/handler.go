@@ -19,6 +19,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/bench/bare"
 	"github.com/aacworkflow/aacmcp/bench/fixture"
+	"github.com/aacworkflow/aacmcp/bench/peerfile"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -88,15 +89,11 @@ func benchHandler(h http.Handler, body []byte, token string) (testing.BenchmarkR
 }
 
 func (b *bench) handler(ctx context.Context) error {
-	ds, err := b.dataset(ctx, 10_000)
+	ds, peerFile, err := b.peerDataset(ctx)
 	if err != nil {
 		return err
 	}
-	peerFile := filepath.Join(b.work, "peer-10000.json")
-	if err := fixture.WritePeerFile(ctx, ds, peerFile); err != nil {
-		return err
-	}
-	pf, err := readPeerFile(peerFile)
+	pf, err := peerfile.Read(peerFile)
 	if err != nil {
 		return err
 	}

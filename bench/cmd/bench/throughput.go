@@ -95,6 +95,20 @@ var seeded = map[int]fixture.Dataset{}
 
 func (b *bench) datasets() map[int]fixture.Dataset { return seeded }
 
+// peerDataset is the 10,000-issue dataset of sections 1, 4 and 7 and the file the
+// bare peers load the same issues from.
+func (b *bench) peerDataset(ctx context.Context) (fixture.Dataset, string, error) {
+	ds, err := b.dataset(ctx, 10_000)
+	if err != nil {
+		return fixture.Dataset{}, "", err
+	}
+	peerFile := filepath.Join(b.work, "peer-10000.json")
+	if err := fixture.WritePeerFile(ctx, ds, peerFile); err != nil {
+		return fixture.Dataset{}, "", err
+	}
+	return ds, peerFile, nil
+}
+
 // startAacmcp runs `aacmcp serve` on ds's data folder, with its real stack.
 func (b *bench) startAacmcp(ctx context.Context, ds fixture.Dataset, name string) (*proc, peer, error) {
 	p, err := startProc(ctx, name, filepath.Join(b.work, name+".log"), nil,
@@ -106,12 +120,8 @@ func (b *bench) startAacmcp(ctx context.Context, ds fixture.Dataset, name string
 }
 
 func (b *bench) throughput(ctx context.Context) error {
-	ds, err := b.dataset(ctx, 10_000)
+	ds, peerFile, err := b.peerDataset(ctx)
 	if err != nil {
-		return err
-	}
-	peerFile := filepath.Join(b.work, "peer-10000.json")
-	if err := fixture.WritePeerFile(ctx, ds, peerFile); err != nil {
 		return err
 	}
 	ap, aacmcp, err := b.startAacmcp(ctx, ds, "aacmcp")

@@ -1,21 +1,6 @@
 package main
 
-import (
-	"encoding/json"
-	"os"
-
-	"github.com/aacworkflow/aacmcp/bench/fixture"
-	"github.com/aacworkflow/aacmcp/bench/report"
-)
-
-func readPeerFile(path string) (fixture.PeerFile, error) {
-	var pf fixture.PeerFile
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return pf, err
-	}
-	return pf, json.Unmarshal(b, &pf)
-}
+import "github.com/aacworkflow/aacmcp/bench/report"
 
 func reportSection(title, text string, header []string) report.Section {
 	return report.Section{Title: title, Text: []string{text}, Table: report.Table{Header: header}}

@@ -33,12 +33,8 @@ var writeTools = []struct {
 // `aacmcp serve` with its real stack against bench/barewrite, which writes the same
 // rows to SQLite with the same durability and nothing else.
 func (b *bench) writes(ctx context.Context) error {
-	ds, err := b.dataset(ctx, 10_000)
+	ds, peerFile, err := b.peerDataset(ctx)
 	if err != nil {
-		return err
-	}
-	peerFile := filepath.Join(b.work, "peer-10000.json")
-	if err := fixture.WritePeerFile(ctx, ds, peerFile); err != nil {
 		return err
 	}
 	ap, aacmcp, err := b.startAacmcp(ctx, ds, "aacmcp-writes")
