@@ -13,7 +13,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,11 +37,11 @@ type Store struct {
 	rdb *sql.DB // query-only pool
 
 	// The write connection is held for the store's lifetime so that statements
-	// prepared on it survive across transactions; wsem (capacity 1) serializes the
-	// transactions on it and lets a waiting caller give up when its context ends.
-	wsem   chan struct{}
-	wconn  *sql.Conn // guarded by wsem; nil until first use or after a failed rollback
-	closed bool      // guarded by wsem
+	// prepared on it survive across transactions. Only the writer goroutine
+	// (writer.go) uses it: callers queue their transactions there.
+	w      writer
+	ckpt   checkpointer
+	wconn  *sql.Conn // the writer goroutine's; nil until first use or after a failed rollback
 	wstmts *stmtCache
 	rstmts *stmtCache
 
@@ -111,6 +110,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	wq := cloneValues(common)
 	wq.Set("_journal_mode", "WAL")
 	wq.Set("_txlock", "immediate")
+	// The checkpointer (checkpoint.go) copies the WAL into the database file; a
+	// commit on the write connection never does, so its fsyncs stall no writer.
+	wq.Add("_pragma", "wal_autocheckpoint(0)")
 	s.wdb, err = sql.Open("sqlite", abs+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
@@ -119,19 +121,31 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxIdleTime(0)
 	s.wdb.SetConnMaxLifetime(0)
-	s.wsem = make(chan struct{}, 1)
 	s.lastPurge.Store(s.now().UnixNano())
+	s.startWriter()
+	ok := false
+	defer func() {
+		if !ok {
+			s.stopWriter()
+			s.stopCheckpointer()
+			s.wdb.Close()
+			if s.rdb != nil {
+				s.rdb.Close()
+			}
+		}
+	}()
 
 	if err := s.migrate(ctx); err != nil {
-		s.wdb.Close()
 		return nil, err
+	}
+	if err := s.startCheckpointer(abs, common); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
 	rq := cloneValues(common)
 	rq.Set("_query_only", "1")
 	s.rdb, err = sql.Open("sqlite", abs+"?"+rq.Encode())
 	if err != nil {
-		s.wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	readers := max(4, runtime.GOMAXPROCS(0))
@@ -139,17 +153,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.rdb.SetMaxIdleConns(readers)
 	s.rdb.SetConnMaxLifetime(0)
 	if err := s.rdb.PingContext(ctx); err != nil {
-		s.wdb.Close()
-		s.rdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
 	s.rstmts = newStmtCache(s.rdb)
 	if err := s.startUsage(ctx); err != nil {
-		s.wdb.Close()
-		s.rdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
+	ok = true
 	return s, nil
 }
 
@@ -162,21 +173,16 @@ func cloneValues(v url.Values) url.Values {
 }
 
 // Close commits the queued usage increments, then closes both pools and the
-// statements prepared on them. It waits for a running write transaction to end.
+// statements prepared on them. It waits for the writer to finish the transactions
+// already queued; later ones fail.
 func (s *Store) Close() error {
 	usageErr := s.stopUsage()
-	s.wsem <- struct{}{}
-	defer func() { <-s.wsem }()
-	if s.closed {
+	werr, first := s.stopWriter()
+	if !first {
 		return nil
 	}
-	s.closed = true
-	var errs []error
-	if s.wconn != nil {
-		errs = append(errs, s.wstmts.close(), s.wconn.Close())
-		s.wconn = nil
-	}
-	return errors.Join(append(errs, usageErr, s.rstmts.close(), s.rdb.Close(), s.wdb.Close())...)
+	cerr := s.stopCheckpointer()
+	return errors.Join(werr, usageErr, cerr, s.rstmts.close(), s.rdb.Close(), s.wdb.Close())
 }
 
 // preparer is *sql.DB (the read pool: database/sql re-prepares on each pooled
@@ -316,57 +322,6 @@ func (s *Store) write(ctx context.Context, fn func(q) error) error {
 // cache with each would empty it under any load.
 func (s *Store) writeCounters(ctx context.Context, fn func(q) error) error {
 	return s.tx(ctx, fn)
-}
-
-func (s *Store) tx(ctx context.Context, fn func(q) error) error {
-	select {
-	case s.wsem <- struct{}{}:
-	case <-ctx.Done():
-		return s.fail(ctx.Err())
-	}
-	defer func() { <-s.wsem }()
-	if s.closed {
-		return errors.New("sqlite: store is closed")
-	}
-	if s.wconn == nil {
-		conn, err := s.wdb.Conn(ctx)
-		if err != nil {
-			return s.fail(err)
-		}
-		s.wconn, s.wstmts = conn, newStmtCache(conn)
-	}
-	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return s.fail(err)
-	}
-	x := q{ctx: ctx, c: s.wstmts}
-	err := fn(x)
-	if err == nil {
-		s.maybePurge(x)
-		_, err = s.wconn.ExecContext(ctx, "COMMIT")
-	}
-	if err != nil {
-		s.rollback(ctx)
-		return s.fail(err)
-	}
-	return nil
-}
-
-// rollback ends a failed transaction. If that fails too (an interrupted statement
-// may already have rolled back), the connection's state is unknown: it is
-// discarded, and the next write opens a fresh one.
-func (s *Store) rollback(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	_, err := s.wconn.ExecContext(ctx, "ROLLBACK")
-	if err == nil {
-		return
-	}
-	s.log.WarnContext(ctx, "sqlite: rollback failed; reopening the write connection", "err", err)
-	_ = s.wstmts.close()
-	// Returning ErrBadConn from Raw makes database/sql close the driver connection
-	// instead of returning it to the pool.
-	_ = s.wconn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = s.wconn.Close()
-	s.wconn, s.wstmts = nil, nil
 }
 
 // fail passes storage errors (shared/store) through and marks everything else as a
