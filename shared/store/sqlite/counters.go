@@ -201,6 +201,9 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	if p := rec.Supersedes; p != nil && p.State != "" {
 		supState, supCreated = p.State, nanos(p.CreatedAt)
 	}
+	if held, err := s.keyHeld(ctx, k, supState, supCreated); err != nil || held {
+		return err
+	}
 	return s.writeCounters(ctx, func(x q) error {
 		if _, err := x.exec(`DELETE FROM idempotency
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
@@ -217,6 +220,31 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 		}
 		return err
 	})
+}
+
+// keyHeld answers a claim of a key that a live record already holds from the read
+// pool, without queueing a write: the retries and duplicates of a call, the
+// claims that fail, are as many as half of all claims under load (make soak).
+// A record only ever leaves the key (settled records stay until they expire),
+// so a record seen live here is a conflict now; one that leaves right after is
+// the case the caller's retry covers, as for a conflict found by the write.
+// held is false when the key looks free or holds only the superseded record;
+// the write transaction decides those.
+func (s *Store) keyHeld(ctx context.Context, k store.IdempotencyKey, supState string, supCreated int64) (held bool, err error) {
+	var state string
+	var created int64
+	err = s.read(ctx).queryRow(`SELECT state, created_at FROM idempotency
+		WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?`,
+		k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, nanos(s.now())).Scan(&state, &created)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, s.fail(err)
+	case state == supState && created == supCreated:
+		return false, nil
+	}
+	return true, store.Errorf(store.ErrConflict, "idempotency key already in use")
 }
 
 // UpdateIdempotency implements store.Writer. A zero ExpiresAt keeps the stored expiry;
