@@ -75,6 +75,7 @@ func TestLoadConsistency(t *testing.T) {
 	}
 	t.Logf("%d clients, %s in %v (%.0f calls/s); latency %s", clients, f, elapsed.Round(time.Millisecond),
 		float64(f.calls)/elapsed.Seconds(), latencySummary(wl.calls))
+	t.Logf("latency by tool:\n%s", toolLatencies(wl.calls))
 }
 
 func TestCrashRecovery(t *testing.T) {

@@ -547,6 +547,37 @@ func tailSummary(sorted []call) string {
 		100*float64(writes)/float64(len(sorted)), strings.Join(parts, ", "))
 }
 
+// toolLatencies is a table of each tool's answered calls and their latency
+// quantiles, slowest p95 first: which tools make the soak's p95 and p99.
+func toolLatencies(calls []call) string {
+	byTool := map[string][]time.Duration{}
+	for _, c := range calls {
+		if c.Responded {
+			byTool[c.Tool] = append(byTool[c.Tool], c.Latency)
+		}
+	}
+	type row struct {
+		tool          string
+		n             int
+		p50, p95, p99 time.Duration
+	}
+	var rows []row
+	for t, ls := range byTool {
+		slices.Sort(ls)
+		q := func(p float64) time.Duration {
+			return ls[min(len(ls)-1, int(p*float64(len(ls))))].Round(100 * time.Microsecond)
+		}
+		rows = append(rows, row{t, len(ls), q(0.50), q(0.95), q(0.99)})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].p95 > rows[j].p95 })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s %6s %10s %10s %10s\n", "tool", "calls", "p50", "p95", "p99")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-24s %6d %10v %10v %10v\n", r.tool, r.n, r.p50, r.p95, r.p99)
+	}
+	return b.String()
+}
+
 // writeTools are the tools that write (every other tool of the workload only reads).
 var writeTools = map[string]bool{
 	"create_issue": true, "update_issue": true, "comment_issue": true, "assign_issue_to_agent": true,
