@@ -98,36 +98,23 @@ func commentIssue(ctx context.Context, c Call, a commentIssueArgs, q store.Queri
 }
 
 func deleteCommentTool(Deps) Tool {
-	return Tool{
+	return deletion[deleteCommentArgs]{
+		idProp:    `"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."}`,
+		deletedID: "Id of the deleted comment.",
+		denied:    "only a workspace admin or the comment's author can delete it",
+		delete:    store.Queries.DeleteComment,
+	}.tool(Tool{
 		Name:  "delete_comment",
 		Title: "Delete comment",
-		Description: "Permanently delete one comment. Destructive: ask the user to confirm first and " +
-			"pass confirm: true only after they agree; without it the call is refused. Only a " +
-			"workspace admin or the comment's author may delete it. Idempotent: repeating the call " +
-			"for an already deleted comment returns the same result.",
-		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Description: prose(`
+			Permanently delete one comment. Destructive: ask the user to confirm first
+			and pass confirm: true only after they agree; without it the call is
+			refused. Only a workspace admin or the comment's author may delete it.
+			Idempotent: repeating the call for an already deleted comment returns the
+			same result.`),
 		Scopes:      []string{"comments:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."},
-				` + confirmProp + `
-			},
-			"required": ["comment_id", "confirm"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"deleted": {"type": "boolean", "const": true},
-				"comment_id": {"type": "string", "description": "Id of the deleted comment."}
-			},
-			"required": ["deleted", "comment_id"]
-		}`),
-		Write:       deleteComment,
 		ResourceArg: "comment_id",
-		Args:        deleteCommentArgs{},
-	}
+	})
 }
 
 type deleteCommentArgs struct {
@@ -135,20 +122,4 @@ type deleteCommentArgs struct {
 	Confirm   bool   `json:"confirm"` // checked by the guard before the handler runs
 }
 
-type deleteCommentResult struct {
-	Deleted   bool   `json:"deleted"`
-	CommentID string `json:"comment_id"`
-}
-
-func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a deleteCommentArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
-	res, err := q.DeleteComment(ctx, c.Principal.WorkspaceID, a.CommentID,
-		mayDelete(c, "only a workspace admin or the comment's author can delete it"))
-	if err != nil {
-		return nil, err
-	}
-	return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
-}
+func (a deleteCommentArgs) target() string { return a.CommentID }

@@ -31,6 +31,20 @@ type issuePage struct {
 	NextCursor string        `json:"next_cursor"`
 }
 
+// deletedResult is a delete tool's answer, {"deleted":true,"<idArg>":"<id>"}: the
+// deleted item's id under the name of the argument that named it (deletion.tool).
+type deletedResult struct{ idArg, id string }
+
+// MarshalJSON encodes d for json.Marshal, which cannot see its fields.
+func (d deletedResult) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
+
+// AppendJSON appends d as MarshalJSON encodes it.
+func (d deletedResult) AppendJSON(dst []byte) ([]byte, error) {
+	dst = jsonstr.Append(append(dst, `{"deleted":true,`...), d.idArg)
+	dst = jsonstr.Append(append(dst, ':'), d.id)
+	return append(dst, '}'), nil
+}
+
 // errTimeRange is what AppendJSON reports for a time RFC 3339 cannot express, where
 // json.Marshal fails too (time.Time.MarshalJSON). The guard then encodes the result
 // with json.Marshal, so the error the call reports is encoding/json's own.

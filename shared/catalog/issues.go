@@ -247,36 +247,23 @@ func updateIssue(ctx context.Context, c Call, a updateIssueArgs, q store.Queries
 }
 
 func deleteIssueTool(Deps) Tool {
-	return Tool{
+	return deletion[deleteIssueArgs]{
+		idProp:    issueIDProp,
+		deletedID: "UUID of the deleted issue.",
+		denied:    "only a workspace admin or the issue's creator can delete it",
+		delete:    store.Queries.DeleteIssue,
+	}.tool(Tool{
 		Name:  "delete_issue",
 		Title: "Delete issue",
-		Description: "Permanently delete an issue and all its comments. Destructive: ask the user to " +
-			"confirm first (for example \"Delete issue AAC-42?\") and pass confirm: true only after they " +
-			"agree; without it the call is refused. Only a workspace admin or the issue's creator may " +
-			"delete it. Idempotent: repeating the call for an already deleted issue returns the same result.",
-		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Description: prose(`
+			Permanently delete an issue and all its comments. Destructive: ask the user
+			to confirm first (for example "Delete issue AAC-42?") and pass confirm: true
+			only after they agree; without it the call is refused. Only a workspace
+			admin or the issue's creator may delete it. Idempotent: repeating the call
+			for an already deleted issue returns the same result.`),
 		Scopes:      []string{"issues:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				` + confirmProp + `
-			},
-			"required": ["issue_id", "confirm"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"deleted": {"type": "boolean", "const": true},
-				"issue_id": {"type": "string", "description": "UUID of the deleted issue."}
-			},
-			"required": ["deleted", "issue_id"]
-		}`),
-		Write:       deleteIssue,
 		ResourceArg: "issue_id",
-		Args:        deleteIssueArgs{},
-	}
+	})
 }
 
 type deleteIssueArgs struct {
@@ -284,41 +271,4 @@ type deleteIssueArgs struct {
 	Confirm bool   `json:"confirm"` // checked by the guard before the handler runs
 }
 
-type deleteIssueResult struct {
-	Deleted bool   `json:"deleted"`
-	IssueID string `json:"issue_id"`
-}
-
-func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a deleteIssueArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
-	res, err := q.DeleteIssue(ctx, c.Principal.WorkspaceID, a.IssueID,
-		mayDelete(c, "only a workspace admin or the issue's creator can delete it"))
-	if err != nil {
-		return nil, err
-	}
-	return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
-}
-
-// mayDelete is the permission rule of the delete tools: admins delete anything,
-// members what they created or wrote (the guard has already turned away viewers and
-// non-members). The store applies it in the delete itself, to the item or, on a
-// repeat, to its tombstone (docs/architecture.md section 2: the first result again,
-// judged by the same rule), and only once it has found either, so the spec's order
-// holds: existence, then permission, then the delete.
-func mayDelete(c Call, denied string) store.DeleteCheck {
-	return func(owner string) error {
-		if MayDelete(c.Role, c.Principal.UserID, owner) {
-			return nil
-		}
-		return apperr.New(apperr.PermissionDenied, denied)
-	}
-}
-
-// MayDelete is the rule itself, also for the guard: its preview of a refused delete
-// and its question must not show an item the caller could not delete.
-func MayDelete(role store.Role, user, owner string) bool {
-	return role == store.RoleAdmin || (owner != "" && owner == user)
-}
+func (a deleteIssueArgs) target() string { return a.IssueID }
