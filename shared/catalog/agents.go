@@ -16,29 +16,23 @@ func init() {
 }
 
 func assignIssueToAgentTool(Deps) Tool {
-	return Tool{
+	return writes(Tool{
 		Name:  "assign_issue_to_agent",
 		Title: "Assign issue to agent",
-		Description: "Assign an issue to one of the workspace's AI agents, replacing any current " +
-			"assignee, and return the issue. The agent must exist in the workspace. Idempotent: " +
-			"assigning the agent that already holds the issue changes nothing. Assigning does not " +
-			"start work; use trigger_autopilot for that.",
+		Description: prose(`
+			Assign an issue to one of the workspace's AI agents, replacing any current
+			assignee, and return the issue. The agent must exist in the workspace.
+			Idempotent: assigning the agent that already holds the issue changes
+			nothing. Assigning does not start work; use trigger_autopilot for that.`),
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
 		Scopes:      []string{"agents:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				"agent_id": {` + agentIDField + `, "description": "Id of an agent of this workspace."}
-			},
-			"required": ["issue_id", "agent_id"],
-			"additionalProperties": false
-		}`),
+		InputSchema: input([]string{"issue_id", "agent_id"},
+			issueIDProp,
+			`"agent_id": {`+agentIDField+`, "description": "Id of an agent of this workspace."}`,
+		),
 		OutputSchema: schema(issueObject),
-		Write:        assignIssueToAgent,
 		ResourceArg:  "issue_id",
-		Args:         assignArgs{},
-	}
+	}, assignIssueToAgent)
 }
 
 type assignArgs struct {
@@ -46,11 +40,7 @@ type assignArgs struct {
 	AgentID string `json:"agent_id"`
 }
 
-func assignIssueToAgent(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a assignArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func assignIssueToAgent(ctx context.Context, c Call, a assignArgs, q store.Queries) (any, error) {
 	ws := c.Principal.WorkspaceID
 	// Two independent reads, issued together (one round trip on DynamoDB); the
 	// issue's not_found still outranks the agent's.

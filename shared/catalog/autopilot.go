@@ -26,27 +26,25 @@ func init() {
 
 func triggerAutopilotTool(deps Deps) Tool {
 	d := deps.Dispatcher
-	return Tool{
+	return writes(Tool{
 		Name:  "trigger_autopilot",
 		Title: "Trigger autopilot",
-		Description: "Ask the external agent runner to work on an issue now, with optional " +
-			"instructions. Records an autopilot run and sends it to the runner, a third-party " +
-			"service outside this workspace. Returns the run: status dispatched when the runner " +
-			"accepted it, queued when the server only queues runs for a runner to collect, dispatch_failed (with error) when it could not be reached. Not idempotent: " +
-			"every call starts another run, so do not retry unless you pass the same idempotency_key, " +
-			"which makes the retry return the first run.",
+		Description: prose(`
+			Ask the external agent runner to work on an issue now, with optional
+			instructions. Records an autopilot run and sends it to the runner, a
+			third-party service outside this workspace. Returns the run: status
+			dispatched when the runner accepted it, queued when the server only queues
+			runs for a runner to collect, dispatch_failed (with error) when it could not
+			be reached. Not idempotent: every call starts another run, so do not retry
+			unless you pass the same idempotency_key, which makes the retry return the
+			first run.`),
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true},
 		Scopes:      []string{"autopilot:run"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				"instructions": {"type": "string", "maxLength": 8192, "description": "What the agent should do, beyond the issue itself."},
-				` + idempotencyKeyProp + `
-			},
-			"required": ["issue_id"],
-			"additionalProperties": false
-		}`),
+		InputSchema: input([]string{"issue_id"},
+			issueIDProp,
+			`"instructions": {"type": "string", "maxLength": 8192, "description": "What the agent should do, beyond the issue itself."}`,
+			idempotencyKeyProp,
+		),
 		OutputSchema: schema(`{
 			"type": "object",
 			"properties": {
@@ -64,10 +62,8 @@ func triggerAutopilotTool(deps Deps) Tool {
 			"required": ["id", "issue_id", "issue_key", "status", "instructions", "requested_by",
 				"attempts", "created_at", "updated_at"]
 		}`),
-		Write:       (&autopilotHandler{dispatcher: d}).trigger,
 		ResourceArg: "issue_id",
-		Args:        triggerArgs{},
-	}
+	}, (&autopilotHandler{dispatcher: d}).trigger)
 }
 
 type autopilotHandler struct {
@@ -83,11 +79,7 @@ type triggerArgs struct {
 // trigger records the run before dispatching it, so that a runner that calls back at
 // once finds it, and a crash mid-dispatch leaves a visible "queued" run rather than
 // nothing.
-func (h *autopilotHandler) trigger(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a triggerArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func (h *autopilotHandler) trigger(ctx context.Context, c Call, a triggerArgs, q store.Queries) (any, error) {
 	if h.dispatcher == nil {
 		return nil, apperr.Internal(errors.New("catalog: no autopilot dispatcher configured"))
 	}

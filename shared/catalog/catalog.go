@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -40,6 +41,37 @@ type ReadHandler func(ctx context.Context, c Call, r store.Reader) (any, error)
 // WriteHandler runs any other tool.
 type WriteHandler func(ctx context.Context, c Call, q store.Queries) (any, error)
 
+// reads completes t with its read handler h, which takes the call's arguments decoded
+// into A. A is also t.Args, so the struct the schema test checks is, by construction,
+// the one the handler gets.
+func reads[A any](t Tool, h func(ctx context.Context, c Call, a A, r store.Reader) (any, error)) Tool {
+	t.Read, t.Args = decoding(h), *new(A)
+	return t
+}
+
+// writes is reads for a tool that writes.
+func writes[A any](t Tool, h func(ctx context.Context, c Call, a A, q store.Queries) (any, error)) Tool {
+	t.Write, t.Args = decoding(h), *new(A)
+	return t
+}
+
+// decoding runs h on the arguments decoded into A (see decode), S being the store
+// access the handler is given.
+func decoding[A, S any](h func(context.Context, Call, A, S) (any, error)) func(context.Context, Call, S) (any, error) {
+	return func(ctx context.Context, c Call, s S) (any, error) {
+		var a A
+		if err := decode(c.Args, &a); err != nil {
+			return nil, err
+		}
+		return h(ctx, c, a, s)
+	}
+}
+
+// prose is a description written as a paragraph in a raw string: line breaks and the
+// indentation of its lines are spaces between words, so the text can be reflowed
+// freely and needs no escapes.
+func prose(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // Tool is one catalog entry.
 type Tool struct {
 	Name, Title, Description string
@@ -52,10 +84,10 @@ type Tool struct {
 	// ResourceArg names the argument that holds the issue or comment id the call
 	// targets, for audit (ResourceID); "" for a tool that targets none.
 	ResourceArg string
-	// Args is a zero value of the struct the handler decodes its arguments into. A test
-	// over every tool checks InputSchema against it (each property a field of the same
-	// JSON type, required properties the fields the schema requires), so the two cannot
-	// drift apart.
+	// Args is a zero value of the struct the handler's arguments are decoded into (reads
+	// and writes set it from the handler's type). A test over every tool checks
+	// InputSchema against it (each property a field of the same JSON type, required
+	// properties the fields the schema requires), so the two cannot drift apart.
 	Args any
 
 	// idempotencyKey is computed by New from InputSchema: see AcceptsIdempotencyKey.

@@ -17,36 +17,19 @@ func init() {
 }
 
 func listCommentsTool(Deps) Tool {
-	return Tool{
+	return reads(Tool{
 		Name:  "list_comments",
 		Title: "List comments",
-		Description: "List the comments of one issue, oldest first. Returns up to limit comments " +
-			"(default 25, max 100) and a next_cursor; pass it as cursor to get the next page. " +
-			"Read-only; safe to call any time.",
-		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Scopes:      []string{"comments:read"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				"limit": {` + limitField + `, "description": "Page size, 1-100; default 25."},
-				"cursor": {` + cursorField + `, "description": "next_cursor from the previous page."}
-			},
-			"required": ["issue_id"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"comments": {"type": "array", "items": ` + commentObject + `},
-				` + nextCursorProp + `
-			},
-			"required": ["comments", "next_cursor"]
-		}`),
-		Read:        listComments,
-		ResourceArg: "issue_id",
-		Args:        listCommentsArgs{},
-	}
+		Description: prose(`
+			List the comments of one issue, oldest first. Returns up to limit comments
+			(default 25, max 100) and a next_cursor; pass it as cursor to get the next
+			page. Read-only; safe to call any time.`),
+		Annotations:  Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:       []string{"comments:read"},
+		InputSchema:  input([]string{"issue_id"}, issueIDProp, pageProps),
+		OutputSchema: pageOutput("comments", commentObject),
+		ResourceArg:  "issue_id",
+	}, listComments)
 }
 
 type listCommentsArgs struct {
@@ -55,11 +38,7 @@ type listCommentsArgs struct {
 	Cursor  string `json:"cursor"`
 }
 
-func listComments(ctx context.Context, c Call, r store.Reader) (any, error) {
-	var a listCommentsArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func listComments(ctx context.Context, c Call, a listCommentsArgs, r store.Reader) (any, error) {
 	limit, err := pageLimit(a.Limit)
 	if err != nil {
 		return nil, err
@@ -79,29 +58,24 @@ func listComments(ctx context.Context, c Call, r store.Reader) (any, error) {
 }
 
 func commentIssueTool(Deps) Tool {
-	return Tool{
+	return writes(Tool{
 		Name:  "comment_issue",
 		Title: "Comment on issue",
-		Description: "Add a comment to an issue and return it. Not idempotent: every call adds another " +
-			"comment, so do not retry a failed or timed-out call unless you pass the same " +
-			"idempotency_key, which makes the retry return the first comment instead of a duplicate.",
+		Description: prose(`
+			Add a comment to an issue and return it. Not idempotent: every call adds
+			another comment, so do not retry a failed or timed-out call unless you pass
+			the same idempotency_key, which makes the retry return the first comment
+			instead of a duplicate.`),
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Scopes:      []string{"comments:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				"body": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "Comment text, Markdown allowed."},
-				` + idempotencyKeyProp + `
-			},
-			"required": ["issue_id", "body"],
-			"additionalProperties": false
-		}`),
+		InputSchema: input([]string{"issue_id", "body"},
+			issueIDProp,
+			`"body": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "Comment text, Markdown allowed."}`,
+			idempotencyKeyProp,
+		),
 		OutputSchema: schema(commentObject),
-		Write:        commentIssue,
 		ResourceArg:  "issue_id",
-		Args:         commentIssueArgs{},
-	}
+	}, commentIssue)
 }
 
 type commentIssueArgs struct {
@@ -110,11 +84,7 @@ type commentIssueArgs struct {
 	IdempotencyKey string `json:"idempotency_key"` // handled by the guard
 }
 
-func commentIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a commentIssueArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func commentIssue(ctx context.Context, c Call, a commentIssueArgs, q store.Queries) (any, error) {
 	if strings.TrimSpace(a.Body) == "" {
 		return nil, apperr.New(apperr.InvalidArguments, "body must not be blank")
 	}
@@ -128,36 +98,23 @@ func commentIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 }
 
 func deleteCommentTool(Deps) Tool {
-	return Tool{
+	return deletion[deleteCommentArgs]{
+		idProp:    `"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."}`,
+		deletedID: "Id of the deleted comment.",
+		denied:    "only a workspace admin or the comment's author can delete it",
+		delete:    store.Queries.DeleteComment,
+	}.tool(Tool{
 		Name:  "delete_comment",
 		Title: "Delete comment",
-		Description: "Permanently delete one comment. Destructive: ask the user to confirm first and " +
-			"pass confirm: true only after they agree; without it the call is refused. Only a " +
-			"workspace admin or the comment's author may delete it. Idempotent: repeating the call " +
-			"for an already deleted comment returns the same result.",
-		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Description: prose(`
+			Permanently delete one comment. Destructive: ask the user to confirm first
+			and pass confirm: true only after they agree; without it the call is
+			refused. Only a workspace admin or the comment's author may delete it.
+			Idempotent: repeating the call for an already deleted comment returns the
+			same result.`),
 		Scopes:      []string{"comments:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."},
-				` + confirmProp + `
-			},
-			"required": ["comment_id", "confirm"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"deleted": {"type": "boolean", "const": true},
-				"comment_id": {"type": "string", "description": "Id of the deleted comment."}
-			},
-			"required": ["deleted", "comment_id"]
-		}`),
-		Write:       deleteComment,
 		ResourceArg: "comment_id",
-		Args:        deleteCommentArgs{},
-	}
+	})
 }
 
 type deleteCommentArgs struct {
@@ -165,20 +122,4 @@ type deleteCommentArgs struct {
 	Confirm   bool   `json:"confirm"` // checked by the guard before the handler runs
 }
 
-type deleteCommentResult struct {
-	Deleted   bool   `json:"deleted"`
-	CommentID string `json:"comment_id"`
-}
-
-func deleteComment(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a deleteCommentArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
-	res, err := q.DeleteComment(ctx, c.Principal.WorkspaceID, a.CommentID,
-		mayDelete(c, "only a workspace admin or the comment's author can delete it"))
-	if err != nil {
-		return nil, err
-	}
-	return deleteCommentResult{Deleted: true, CommentID: res.ID}, nil
-}
+func (a deleteCommentArgs) target() string { return a.CommentID }

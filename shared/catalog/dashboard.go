@@ -23,24 +23,22 @@ func init() {
 }
 
 func dashboardUsageDailyTool(Deps) Tool {
-	return Tool{
+	return reads(Tool{
 		Name:  "dashboard_usage_daily",
 		Title: "Daily tool usage",
-		Description: "Per day and per tool, how many tool calls this workspace made (calls), and how " +
-			"many of those were denied (denied) or failed (errors). Dates are UTC, YYYY-MM-DD, both " +
-			"ends inclusive; default: the last 7 days ending today. to defaults to today, from to 6 " +
-			"days before to; at most 366 days per call. Only days and tools with at least one call " +
-			"appear. Read-only; safe to call any time.",
+		Description: prose(`
+			Per day and per tool, how many tool calls this workspace made (calls), and
+			how many of those were denied (denied) or failed (errors). Dates are UTC,
+			YYYY-MM-DD, both ends inclusive; default: the last 7 days ending today. to
+			defaults to today, from to 6 days before to; at most 366 days per call. Only
+			days and tools with at least one call appear. Read-only; safe to call any
+			time.`),
 		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		Scopes:      []string{"dashboard:read"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"from": {` + dateField + `, "description": "First day, YYYY-MM-DD (UTC)."},
-				"to": {` + dateField + `, "description": "Last day, YYYY-MM-DD (UTC); default today."}
-			},
-			"additionalProperties": false
-		}`),
+		InputSchema: input(nil,
+			`"from": {`+dateField+`, "description": "First day, YYYY-MM-DD (UTC)."}`,
+			`"to": {`+dateField+`, "description": "Last day, YYYY-MM-DD (UTC); default today."}`,
+		),
 		OutputSchema: schema(`{
 			"type": "object",
 			"properties": {
@@ -62,9 +60,7 @@ func dashboardUsageDailyTool(Deps) Tool {
 			},
 			"required": ["days"]
 		}`),
-		Read: dashboardUsageDaily,
-		Args: usageArgs{},
-	}
+	}, dashboardUsageDaily)
 }
 
 type usageArgs struct {
@@ -76,11 +72,7 @@ type usageResult struct {
 	Days []store.UsageRow `json:"days"`
 }
 
-func dashboardUsageDaily(ctx context.Context, c Call, r store.Reader) (any, error) {
-	var a usageArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func dashboardUsageDaily(ctx context.Context, c Call, a usageArgs, r store.Reader) (any, error) {
 	from, to, err := usageRange(a, c.Now)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,20 @@ type issuePage struct {
 	NextCursor string        `json:"next_cursor"`
 }
 
+// deletedResult is a delete tool's answer, {"deleted":true,"<idArg>":"<id>"}: the
+// deleted item's id under the name of the argument that named it (deletion.tool).
+type deletedResult struct{ idArg, id string }
+
+// MarshalJSON encodes d for json.Marshal, which cannot see its fields.
+func (d deletedResult) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
+
+// AppendJSON appends d as MarshalJSON encodes it.
+func (d deletedResult) AppendJSON(dst []byte) ([]byte, error) {
+	dst = jsonstr.Append(append(dst, `{"deleted":true,`...), d.idArg)
+	dst = jsonstr.Append(append(dst, ':'), d.id)
+	return append(dst, '}'), nil
+}
+
 // errTimeRange is what AppendJSON reports for a time RFC 3339 cannot express, where
 // json.Marshal fails too (time.Time.MarshalJSON). The guard then encodes the result
 // with json.Marshal, so the error the call reports is encoding/json's own.
@@ -64,24 +78,17 @@ func (p issuePage) AppendJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	dst = append(dst, `,"next_cursor":`...)
-	dst = jsonstr.Append(dst, p.NextCursor)
+	dst = jsonstr.Append(append(dst, `,"next_cursor":`...), p.NextCursor)
 	return append(dst, '}'), nil
 }
 
 func appendIssue(dst []byte, i *issueResult) ([]byte, error) {
-	dst = append(dst, `{"id":`...)
-	dst = jsonstr.Append(dst, i.ID)
-	dst = append(dst, `,"key":`...)
-	dst = jsonstr.Append(dst, i.Key)
-	dst = append(dst, `,"title":`...)
-	dst = jsonstr.Append(dst, i.Title)
-	dst = append(dst, `,"description":`...)
-	dst = jsonstr.Append(dst, i.Description)
-	dst = append(dst, `,"status":`...)
-	dst = jsonstr.Append(dst, i.Status)
-	dst = append(dst, `,"priority":`...)
-	dst = jsonstr.Append(dst, i.Priority)
+	dst = jsonstr.Append(append(dst, `{"id":`...), i.ID)
+	dst = jsonstr.Append(append(dst, `,"key":`...), i.Key)
+	dst = jsonstr.Append(append(dst, `,"title":`...), i.Title)
+	dst = jsonstr.Append(append(dst, `,"description":`...), i.Description)
+	dst = jsonstr.Append(append(dst, `,"status":`...), i.Status)
+	dst = jsonstr.Append(append(dst, `,"priority":`...), i.Priority)
 	dst = append(dst, `,"labels":`...)
 	if i.Labels == nil {
 		dst = append(dst, "null"...)
@@ -99,27 +106,20 @@ func appendIssue(dst []byte, i *issueResult) ([]byte, error) {
 	if a := i.Assignee; a == nil {
 		dst = append(dst, "null"...)
 	} else {
-		dst = append(dst, `{"type":`...)
-		dst = jsonstr.Append(dst, a.Type)
-		dst = append(dst, `,"id":`...)
-		dst = jsonstr.Append(dst, a.ID)
+		dst = jsonstr.Append(append(dst, `{"type":`...), a.Type)
+		dst = jsonstr.Append(append(dst, `,"id":`...), a.ID)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `,"created_by":`...)
-	dst = jsonstr.Append(dst, i.CreatedBy)
-	dst = append(dst, `,"created_at":`...)
-	dst, err := appendTime(dst, i.CreatedAt)
+	dst = jsonstr.Append(append(dst, `,"created_by":`...), i.CreatedBy)
+	dst, err := appendTime(append(dst, `,"created_at":`...), i.CreatedAt)
 	if err != nil {
 		return dst, err
 	}
-	dst = append(dst, `,"updated_at":`...)
-	if dst, err = appendTime(dst, i.UpdatedAt); err != nil {
+	if dst, err = appendTime(append(dst, `,"updated_at":`...), i.UpdatedAt); err != nil {
 		return dst, err
 	}
-	dst = append(dst, `,"version":`...)
-	dst = strconv.AppendInt(dst, i.Version, 10)
-	dst = append(dst, `,"comment_count":`...)
-	dst = strconv.AppendInt(dst, i.CommentCount, 10)
+	dst = strconv.AppendInt(append(dst, `,"version":`...), i.Version, 10)
+	dst = strconv.AppendInt(append(dst, `,"comment_count":`...), i.CommentCount, 10)
 	return append(dst, '}'), nil
 }
 

@@ -185,6 +185,21 @@ func TestIssuePageAppendJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestDeletedResultMatchesEncodingJSON holds deletedResult to the structs the delete
+// tools answered with before it stood for both.
+func TestDeletedResultMatchesEncodingJSON(t *testing.T) {
+	for _, id := range []string{"", "01JQ3Z7R6W7YV1T0B3Q6Y2K9ZC", "a\"b\\c\n\u2028<&>\xff"} {
+		checkAppendJSON(t, deletedResult{"issue_id", id}, struct {
+			Deleted bool   `json:"deleted"`
+			IssueID string `json:"issue_id"`
+		}{true, id})
+		checkAppendJSON(t, deletedResult{"comment_id", id}, struct {
+			Deleted   bool   `json:"deleted"`
+			CommentID string `json:"comment_id"`
+		}{true, id})
+	}
+}
+
 // TestIssueResultsAreAppenders: the results the guard encodes without reflection are
 // the ones the issue tools return (a handler returning the store type again would
 // silently lose the fast path).

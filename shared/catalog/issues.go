@@ -18,38 +18,25 @@ func init() {
 }
 
 func listIssuesTool(Deps) Tool {
-	return Tool{
+	return reads(Tool{
 		Name:  "list_issues",
 		Title: "List issues",
-		Description: "List issues in the workspace, most recently updated first. Filter by status, " +
-			"assignee id, label, or a text query matched against title and description. " +
-			"Returns up to limit issues (default 25, max 100) and a next_cursor; pass it as cursor " +
-			"to get the next page. Read-only; safe to call any time.",
+		Description: prose(`
+			List issues in the workspace, most recently updated first. Filter by status,
+			assignee id, label, or a text query matched against title and description.
+			Returns up to limit issues (default 25, max 100) and a next_cursor; pass it
+			as cursor to get the next page. Read-only; safe to call any time.`),
 		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		Scopes:      []string{"issues:read"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"status": {` + statusField + `, "description": "Only issues with this status."},
-				"assignee": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only issues assigned to this user or agent id."},
-				"label": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only issues carrying this label."},
-				"query": {"type": "string", "minLength": 1, "maxLength": 256, "description": "Case-insensitive text to find in title or description."},
-				"limit": {` + limitField + `, "description": "Page size, 1-100; default 25."},
-				"cursor": {` + cursorField + `, "description": "next_cursor from the previous page."}
-			},
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issues": {"type": "array", "items": ` + issueObject + `},
-				` + nextCursorProp + `
-			},
-			"required": ["issues", "next_cursor"]
-		}`),
-		Read: listIssues,
-		Args: listIssuesArgs{},
-	}
+		InputSchema: input(nil,
+			`"status": {`+statusField+`, "description": "Only issues with this status."}`,
+			`"assignee": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only issues assigned to this user or agent id."}`,
+			`"label": {"type": "string", "minLength": 1, "maxLength": 64, "description": "Only issues carrying this label."}`,
+			`"query": {"type": "string", "minLength": 1, "maxLength": 256, "description": "Case-insensitive text to find in title or description."}`,
+			pageProps,
+		),
+		OutputSchema: pageOutput("issues", issueObject),
+	}, listIssues)
 }
 
 type listIssuesArgs struct {
@@ -61,11 +48,7 @@ type listIssuesArgs struct {
 	Cursor   string `json:"cursor"`
 }
 
-func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
-	var a listIssuesArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func listIssues(ctx context.Context, c Call, a listIssuesArgs, r store.Reader) (any, error) {
 	if a.Status != "" {
 		if err := checkEnum("status", a.Status, store.Statuses); err != nil {
 			return nil, err
@@ -90,37 +73,26 @@ func listIssues(ctx context.Context, c Call, r store.Reader) (any, error) {
 }
 
 func getIssueTool(Deps) Tool {
-	return Tool{
+	return reads(Tool{
 		Name:  "get_issue",
 		Title: "Get issue",
-		Description: "Get one issue by its UUID or its key (such as AAC-42), with status, priority, " +
-			"labels, assignee, version and comment count. Read-only; safe to call any time.",
-		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Scopes:      []string{"issues:read"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."}
-			},
-			"required": ["issue_id"],
-			"additionalProperties": false
-		}`),
+		Description: prose(`
+			Get one issue by its UUID or its key (such as AAC-42), with status,
+			priority, labels, assignee, version and comment count. Read-only; safe to
+			call any time.`),
+		Annotations:  Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:       []string{"issues:read"},
+		InputSchema:  input([]string{"issue_id"}, issueIDProp),
 		OutputSchema: schema(issueObject),
-		Read:         getIssue,
 		ResourceArg:  "issue_id",
-		Args:         issueRefArgs{},
-	}
+	}, getIssue)
 }
 
 type issueRefArgs struct {
 	IssueID string `json:"issue_id"`
 }
 
-func getIssue(ctx context.Context, c Call, r store.Reader) (any, error) {
-	var a issueRefArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func getIssue(ctx context.Context, c Call, a issueRefArgs, r store.Reader) (any, error) {
 	iss, err := r.GetIssue(ctx, c.Principal.WorkspaceID, a.IssueID)
 	if err != nil {
 		return nil, err
@@ -129,32 +101,27 @@ func getIssue(ctx context.Context, c Call, r store.Reader) (any, error) {
 }
 
 func createIssueTool(Deps) Tool {
-	return Tool{
+	return writes(Tool{
 		Name:  "create_issue",
 		Title: "Create issue",
-		Description: "Create a new issue in the workspace and return it with its key (such as AAC-42). " +
-			"Status defaults to open, priority to medium. Not idempotent: every call creates another " +
-			"issue, so do not retry a failed or timed-out call unless you pass the same idempotency_key, " +
-			"which makes the retry return the first result instead of a duplicate.",
+		Description: prose(`
+			Create a new issue in the workspace and return it with its key (such as
+			AAC-42). Status defaults to open, priority to medium. Not idempotent: every
+			call creates another issue, so do not retry a failed or timed-out call
+			unless you pass the same idempotency_key, which makes the retry return the
+			first result instead of a duplicate.`),
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Scopes:      []string{"issues:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"title": {` + titleField + `, "description": "Short summary, up to 256 characters."},
-				"description": {` + textField + `, "description": "Details, Markdown allowed."},
-				"status": {` + statusField + `, "description": "Initial status; default open."},
-				"priority": {` + priorityField + `, "description": "Default medium."},
-				"labels": {` + labelsField + `, "description": "Up to 20 labels; duplicates are dropped."},
-				` + idempotencyKeyProp + `
-			},
-			"required": ["title"],
-			"additionalProperties": false
-		}`),
+		InputSchema: input([]string{"title"},
+			`"title": {`+titleField+`, "description": "Short summary, up to 256 characters."}`,
+			`"description": {`+textField+`, "description": "Details, Markdown allowed."}`,
+			`"status": {`+statusField+`, "description": "Initial status; default open."}`,
+			`"priority": {`+priorityField+`, "description": "Default medium."}`,
+			`"labels": {`+labelsField+`, "description": "Up to 20 labels; duplicates are dropped."}`,
+			idempotencyKeyProp,
+		),
 		OutputSchema: schema(issueObject),
-		Write:        createIssue,
-		Args:         createIssueArgs{},
-	}
+	}, createIssue)
 }
 
 type createIssueArgs struct {
@@ -166,11 +133,7 @@ type createIssueArgs struct {
 	IdempotencyKey string   `json:"idempotency_key"` // handled by the guard
 }
 
-func createIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a createIssueArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func createIssue(ctx context.Context, c Call, a createIssueArgs, q store.Queries) (any, error) {
 	title, err := cleanTitle(a.Title)
 	if err != nil {
 		return nil, err
@@ -202,35 +165,30 @@ func createIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 }
 
 func updateIssueTool(Deps) Tool {
-	return Tool{
+	return writes(Tool{
 		Name:  "update_issue",
 		Title: "Update issue",
-		Description: "Change an issue's title, description, status, priority or labels (labels replace " +
-			"the whole list). Give at least one field to change. Idempotent: repeating a call whose " +
-			"values already hold changes nothing and returns the issue. For optimistic locking pass " +
-			"expected_version (the issue's version); if someone changed the issue since, the call " +
-			"fails with conflict: get the issue again and reconsider.",
+		Description: prose(`
+			Change an issue's title, description, status, priority or labels (labels
+			replace the whole list). Give at least one field to change. Idempotent:
+			repeating a call whose values already hold changes nothing and returns the
+			issue. For optimistic locking pass expected_version (the issue's version);
+			if someone changed the issue since, the call fails with conflict: get the
+			issue again and reconsider.`),
 		Annotations: Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
 		Scopes:      []string{"issues:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				"title": {` + titleField + `, "description": "New title."},
-				"description": {` + textField + `, "description": "New description."},
-				"status": {` + statusField + `, "description": "New status."},
-				"priority": {` + priorityField + `, "description": "New priority."},
-				"labels": {` + labelsField + `, "description": "New label list, replacing the old one."},
-				"expected_version": {"type": "integer", "minimum": 1, "description": "Fail with conflict unless the issue is at this version."}
-			},
-			"required": ["issue_id"],
-			"additionalProperties": false
-		}`),
+		InputSchema: input([]string{"issue_id"},
+			issueIDProp,
+			`"title": {`+titleField+`, "description": "New title."}`,
+			`"description": {`+textField+`, "description": "New description."}`,
+			`"status": {`+statusField+`, "description": "New status."}`,
+			`"priority": {`+priorityField+`, "description": "New priority."}`,
+			`"labels": {`+labelsField+`, "description": "New label list, replacing the old one."}`,
+			`"expected_version": {"type": "integer", "minimum": 1, "description": "Fail with conflict unless the issue is at this version."}`,
+		),
 		OutputSchema: schema(issueObject),
-		Write:        updateIssue,
 		ResourceArg:  "issue_id",
-		Args:         updateIssueArgs{},
-	}
+	}, updateIssue)
 }
 
 type updateIssueArgs struct {
@@ -243,11 +201,7 @@ type updateIssueArgs struct {
 	ExpectedVersion *int64    `json:"expected_version"`
 }
 
-func updateIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a updateIssueArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func updateIssue(ctx context.Context, c Call, a updateIssueArgs, q store.Queries) (any, error) {
 	if a.Title == nil && a.Description == nil && a.Status == nil && a.Priority == nil && a.Labels == nil {
 		return nil, apperr.New(apperr.InvalidArguments,
 			"give at least one of title, description, status, priority, labels")
@@ -293,36 +247,23 @@ func updateIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
 }
 
 func deleteIssueTool(Deps) Tool {
-	return Tool{
+	return deletion[deleteIssueArgs]{
+		idProp:    issueIDProp,
+		deletedID: "UUID of the deleted issue.",
+		denied:    "only a workspace admin or the issue's creator can delete it",
+		delete:    store.Queries.DeleteIssue,
+	}.tool(Tool{
 		Name:  "delete_issue",
 		Title: "Delete issue",
-		Description: "Permanently delete an issue and all its comments. Destructive: ask the user to " +
-			"confirm first (for example \"Delete issue AAC-42?\") and pass confirm: true only after they " +
-			"agree; without it the call is refused. Only a workspace admin or the issue's creator may " +
-			"delete it. Idempotent: repeating the call for an already deleted issue returns the same result.",
-		Annotations: Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false},
+		Description: prose(`
+			Permanently delete an issue and all its comments. Destructive: ask the user
+			to confirm first (for example "Delete issue AAC-42?") and pass confirm: true
+			only after they agree; without it the call is refused. Only a workspace
+			admin or the issue's creator may delete it. Idempotent: repeating the call
+			for an already deleted issue returns the same result.`),
 		Scopes:      []string{"issues:write"},
-		InputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."},
-				` + confirmProp + `
-			},
-			"required": ["issue_id", "confirm"],
-			"additionalProperties": false
-		}`),
-		OutputSchema: schema(`{
-			"type": "object",
-			"properties": {
-				"deleted": {"type": "boolean", "const": true},
-				"issue_id": {"type": "string", "description": "UUID of the deleted issue."}
-			},
-			"required": ["deleted", "issue_id"]
-		}`),
-		Write:       deleteIssue,
 		ResourceArg: "issue_id",
-		Args:        deleteIssueArgs{},
-	}
+	})
 }
 
 type deleteIssueArgs struct {
@@ -330,41 +271,4 @@ type deleteIssueArgs struct {
 	Confirm bool   `json:"confirm"` // checked by the guard before the handler runs
 }
 
-type deleteIssueResult struct {
-	Deleted bool   `json:"deleted"`
-	IssueID string `json:"issue_id"`
-}
-
-func deleteIssue(ctx context.Context, c Call, q store.Queries) (any, error) {
-	var a deleteIssueArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
-	res, err := q.DeleteIssue(ctx, c.Principal.WorkspaceID, a.IssueID,
-		mayDelete(c, "only a workspace admin or the issue's creator can delete it"))
-	if err != nil {
-		return nil, err
-	}
-	return deleteIssueResult{Deleted: true, IssueID: res.ID}, nil
-}
-
-// mayDelete is the permission rule of the delete tools: admins delete anything,
-// members what they created or wrote (the guard has already turned away viewers and
-// non-members). The store applies it in the delete itself, to the item or, on a
-// repeat, to its tombstone (docs/architecture.md section 2: the first result again,
-// judged by the same rule), and only once it has found either, so the spec's order
-// holds: existence, then permission, then the delete.
-func mayDelete(c Call, denied string) store.DeleteCheck {
-	return func(owner string) error {
-		if MayDelete(c.Role, c.Principal.UserID, owner) {
-			return nil
-		}
-		return apperr.New(apperr.PermissionDenied, denied)
-	}
-}
-
-// MayDelete is the rule itself, also for the guard: its preview of a refused delete
-// and its question must not show an item the caller could not delete.
-func MayDelete(role store.Role, user, owner string) bool {
-	return role == store.RoleAdmin || (owner != "" && owner == user)
-}
+func (a deleteIssueArgs) target() string { return a.IssueID }

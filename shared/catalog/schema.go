@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 )
 
 // Schema building blocks. Each tool's schemas are written out in its family file; the
@@ -36,6 +37,12 @@ const (
 	cursorField    = `"type": "string", "minLength": 1, "maxLength": 2048`
 	dateField      = `"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"`
 	confirmField   = `"type": "boolean", "const": true`
+
+	// issueIDProp is the argument of every tool that acts on one issue.
+	issueIDProp = `"issue_id": {` + issueIDField + `, "description": "Issue UUID or key such as AAC-42."}`
+	// pageProps are the paging arguments of the list tools.
+	pageProps = `"limit": {` + limitField + `, "description": "Page size, 1-100; default 25."},
+		"cursor": {` + cursorField + `, "description": "next_cursor from the previous page."}`
 
 	idempotencyKeyProp = `"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 128,
 		"description": "Optional client-chosen key (1-128 chars). Retrying with the same key and the same arguments returns the first result instead of acting twice; the same key with other arguments is a conflict. Use a fresh key per intended action."}`
@@ -90,6 +97,34 @@ const (
 
 	nextCursorProp = `"next_cursor": {"type": "string", "description": "Pass as cursor to get the next page; empty on the last page."}`
 )
+
+// input is a tool's input schema: an object of props (each a member `"name": {...}`),
+// of which a call must give the required ones and may give nothing else
+// (additionalProperties: false).
+func input(required []string, props ...string) json.RawMessage {
+	return schema(object(required, props) + `, "additionalProperties": false}`)
+}
+
+// output is an output schema: an object of props, open (see above).
+func output(required []string, props ...string) json.RawMessage {
+	return schema(object(required, props) + `}`)
+}
+
+// object is the schema of an object of props and required, left unclosed for input
+// and output to finish.
+func object(required, props []string) string {
+	s := `{"type": "object", "properties": {` + strings.Join(props, ", ") + `}`
+	if len(required) > 0 {
+		s += `, "required": ["` + strings.Join(required, `", "`) + `"]`
+	}
+	return s
+}
+
+// pageOutput is a list tool's output schema: one page of items under key, and the
+// cursor of the next.
+func pageOutput(key, item string) json.RawMessage {
+	return output([]string{key, "next_cursor"}, `"`+key+`": {"type": "array", "items": `+item+`}`, nextCursorProp)
+}
 
 // schema compacts a schema written in this package. The text is a constant of this
 // package, never outside input, and the catalog test compiles every schema, so a

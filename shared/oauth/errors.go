@@ -7,17 +7,20 @@ import (
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 )
 
 // ErrorCode is an OAuth error code (RFC 6749 sections 4.1.2.1 and 5.2, RFC 7591
-// section 3.2.2, RFC 7009 section 2.2.1, RFC 8707 section 2). Its string is part of
-// the wire contract: clients branch on it.
+// section 3.2.2, RFC 8707 section 2). Its string is part of the wire contract: clients
+// branch on it.
 type ErrorCode string
 
-// The codes this server sends.
+// The codes this server sends. The client-metadata codes are clientmeta's: a
+// registration passes its errors on as they come (ErrorCode(ce.Code)), so each of
+// those strings is written once, where the refusals are decided.
 const (
 	ErrInvalidRequest          ErrorCode = "invalid_request"
-	ErrInvalidClient           ErrorCode = "invalid_client"
+	ErrInvalidClient           ErrorCode = clientmeta.CodeInvalidClient
 	ErrInvalidGrant            ErrorCode = "invalid_grant"
 	ErrUnauthorizedClient      ErrorCode = "unauthorized_client"
 	ErrUnsupportedGrantType    ErrorCode = "unsupported_grant_type"
@@ -27,9 +30,8 @@ const (
 	ErrAccessDenied            ErrorCode = "access_denied"
 	ErrServerError             ErrorCode = "server_error"
 	ErrTemporarilyUnavailable  ErrorCode = "temporarily_unavailable"
-	ErrInvalidClientMetadata   ErrorCode = "invalid_client_metadata"
-	ErrInvalidRedirectURI      ErrorCode = "invalid_redirect_uri"
-	ErrUnsupportedTokenType    ErrorCode = "unsupported_token_type"
+	ErrInvalidClientMetadata   ErrorCode = clientmeta.CodeInvalidClientMetadata
+	ErrInvalidRedirectURI      ErrorCode = clientmeta.CodeInvalidRedirectURI
 )
 
 // Error is a refusal with its RFC code and a description that says exactly what is

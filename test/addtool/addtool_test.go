@@ -50,37 +50,25 @@ func init() {
 }
 
 func getCommentTool(Deps) Tool {
-	return Tool{
+	return reads(Tool{
 		Name:  "get_comment",
 		Title: "Get comment",
-		Description: "Get one comment by its id, as list_comments returns it: its issue, author, " +
-			"body and creation time. Read-only; safe to call any time.",
-		Annotations: Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Scopes:      []string{"comments:read"},
-		InputSchema: schema(` + "`" + `{
-			"type": "object",
-			"properties": {
-				"comment_id": {` + "` + commentIDField + `" + `, "description": "Id of the comment."}
-			},
-			"required": ["comment_id"],
-			"additionalProperties": false
-		}` + "`" + `),
+		Description: prose(` + "`" + `
+			Get one comment by its id, as list_comments returns it: its issue, author,
+			body and creation time. Read-only; safe to call any time.` + "`" + `),
+		Annotations:  Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Scopes:       []string{"comments:read"},
+		InputSchema:  input([]string{"comment_id"}, ` + "`" + `"comment_id": {` + "`+commentIDField+`" + `, "description": "Id of the comment."}` + "`" + `),
 		OutputSchema: schema(commentObject),
-		Read:         getComment,
 		ResourceArg:  "comment_id",
-		Args:         getCommentArgs{},
-	}
+	}, getComment)
 }
 
 type getCommentArgs struct {
 	CommentID string ` + "`json:\"comment_id\"`" + `
 }
 
-func getComment(ctx context.Context, c Call, r store.Reader) (any, error) {
-	var a getCommentArgs
-	if err := decode(c.Args, &a); err != nil {
-		return nil, err
-	}
+func getComment(ctx context.Context, c Call, a getCommentArgs, r store.Reader) (any, error) {
 	cm, err := r.GetComment(ctx, c.Principal.WorkspaceID, a.CommentID)
 	if err != nil {
 		return nil, err
