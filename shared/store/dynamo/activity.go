@@ -65,18 +65,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	// retried put pass its own condition while another call reusing the id is a
 	// conflict.
 	put := func(x item) func() error {
-		return func() error {
-			_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:                 aws.String(s.table),
-				Item:                      x,
-				ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-				ExpressionAttributeValues: item{":n": avS(n)},
-			})
-			if conditionFailed(err) {
-				return store.Errorf(store.ErrAlreadyExists, "autopilot run id already used")
-			}
-			return fail(op, err)
-		}
+		return func() error { return s.claim(ctx, s.table, x, n, "autopilot run id already used", op) }
 	}
 	var exists bool
 	errs := together(func() error {
@@ -100,12 +89,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 		if errs[i+1] != nil {
 			continue
 		}
-		if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			ConditionExpression:       aws.String("nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		}); err != nil && !conditionFailed(err) {
+		if err := s.release(ctx, s.table, k, n); err != nil {
 			return store.AutopilotRun{}, fail(op, err)
 		}
 	}

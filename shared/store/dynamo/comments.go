@@ -54,18 +54,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 	body := key(issuePK(ws, c.IssueID), skComment+c.ID)
 	body["id"], body["issue_id"], body["author"], body["body"] = avS(c.ID), avS(c.IssueID), avS(c.Author), avS(c.Body)
 	body["created_at"], body["nonce"] = avTime(c.CreatedAt), avS(n)
-	put := func(it item) error {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 aws.String(s.table),
-			Item:                      it,
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return store.Errorf(store.ErrAlreadyExists, "comment id already used")
-		}
-		return fail(op, err)
-	}
+	put := func(it item) error { return s.claim(ctx, s.table, it, n, "comment id already used", op) }
 	// The lookup item claims the id; only its winner writes the rest.
 	if err := put(ref); err != nil {
 		return store.Comment{}, err

@@ -70,16 +70,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 		tok["grant_id"] = avS(t.GrantID)
 	}
 	put := func(it item) error {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 aws.String(s.tokensTable),
-			Item:                      it,
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return store.Errorf(store.ErrAlreadyExists, "a token with this id or secret exists")
-		}
-		return fail(op, err)
+		return s.claim(ctx, s.tokensTable, it, n, "a token with this id or secret exists", op)
 	}
 	if err := put(idItem); err != nil {
 		return err
@@ -87,12 +78,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	if err := put(tok); err != nil {
 		// The secret is taken (astronomically unlikely for a random secret): release
 		// the id claimed at (1).
-		if _, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.tokensTable),
-			Key:                       key(tokenIDPK(t.TokenID), skTokenID),
-			ConditionExpression:       aws.String("nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		}); derr != nil && !conditionFailed(derr) {
+		if derr := s.release(ctx, s.tokensTable, key(tokenIDPK(t.TokenID), skTokenID), n); derr != nil {
 			s.log.WarnContext(ctx, "dynamo: could not release a token id", "token_id", t.TokenID, "err", derr)
 		}
 		return err
