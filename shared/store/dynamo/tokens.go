@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"github.com/aacworkflow/aacmcp/shared/store"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
 func decodeToken(it item) (auth.TokenRecord, error) {
