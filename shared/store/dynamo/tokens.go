@@ -12,6 +12,29 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
+// encodeToken is token t's item, listed in its workspace's token list and marked
+// with nonce n, the writing call's; decodeToken reads it.
+func encodeToken(t auth.TokenRecord, n string) item {
+	it := item{
+		attrPK: avS(tokenPK(t.Hash)), attrSK: avS(skToken),
+		attrGSI1PK: avS(tokenListPK(t.WorkspaceID)), attrGSI1SK: avS(tokenListSK(t.CreatedAt, t.TokenID)),
+		"hash": avS(t.Hash), "token_id": avS(t.TokenID), "name": avS(t.Name),
+		"workspace_id": avS(t.WorkspaceID), "user_id": avS(t.UserID), "scopes": avStrings(t.Scopes),
+		"created_at": avTime(t.CreatedAt), "expires_at": avTime(t.ExpiresAt), "nonce": avS(n),
+	}
+	if t.RevokedAt != nil {
+		it["revoked_at"] = avTime(*t.RevokedAt)
+	}
+	// Set on OAuth access tokens only: a personal token's item stays as it was.
+	if t.ClientID != "" {
+		it["client_id"] = avS(t.ClientID)
+	}
+	if t.GrantID != "" {
+		it["grant_id"] = avS(t.GrantID)
+	}
+	return it
+}
+
 func decodeToken(it item) (auth.TokenRecord, error) {
 	d := decoder{it: it}
 	t := auth.TokenRecord{
@@ -46,29 +69,12 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	}
 	t.CreatedAt = s.orNow(t.CreatedAt)
 	n := nonce()
-	listSK := tokenListSK(t.CreatedAt, t.TokenID)
 	idItem := item{
 		attrPK: avS(tokenIDPK(t.TokenID)), attrSK: avS(skTokenID),
-		attrGSI1PK: avS(allTokensPK), attrGSI1SK: avS(listSK),
+		attrGSI1PK: avS(allTokensPK), attrGSI1SK: avS(tokenListSK(t.CreatedAt, t.TokenID)),
 		"hash": avS(t.Hash), "workspace_id": avS(t.WorkspaceID), "nonce": avS(n),
 	}
-	tok := item{
-		attrPK: avS(tokenPK(t.Hash)), attrSK: avS(skToken),
-		attrGSI1PK: avS(tokenListPK(t.WorkspaceID)), attrGSI1SK: avS(listSK),
-		"hash": avS(t.Hash), "token_id": avS(t.TokenID), "name": avS(t.Name),
-		"workspace_id": avS(t.WorkspaceID), "user_id": avS(t.UserID), "scopes": avStrings(t.Scopes),
-		"created_at": avTime(t.CreatedAt), "expires_at": avTime(t.ExpiresAt), "nonce": avS(n),
-	}
-	if t.RevokedAt != nil {
-		tok["revoked_at"] = avTime(*t.RevokedAt)
-	}
-	// Set on OAuth access tokens only: a personal token's item stays as it was.
-	if t.ClientID != "" {
-		tok["client_id"] = avS(t.ClientID)
-	}
-	if t.GrantID != "" {
-		tok["grant_id"] = avS(t.GrantID)
-	}
+	tok := encodeToken(t, n)
 	put := func(it item) error {
 		return s.claim(ctx, s.tokensTable, it, n, "a token with this id or secret exists", op)
 	}
