@@ -451,6 +451,35 @@ func TestSchemaVersions(t *testing.T) {
 	}
 }
 
+// TestLegacyLinesAreTheExamples: the lines audittest writes as the 1.0 and 1.1
+// writers did, which the tests of every reader use, are those writers' lines: the
+// examples of those versions, byte for byte once compacted.
+func TestLegacyLinesAreTheExamples(t *testing.T) {
+	for _, tc := range []struct {
+		example string
+		line    func(audit.Record) []byte
+	}{
+		{"examples/get_issue_success_v1_0.json", audittest.LegacyLine},
+		{"examples/get_issue_success_v1_1.json", audittest.V11Line},
+	} {
+		b, err := os.ReadFile(tc.example)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, b); err != nil {
+			t.Fatal(err)
+		}
+		r, err := audit.UnmarshalLine(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.example, err)
+		}
+		if got := bytes.TrimSuffix(tc.line(r), []byte("\n")); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.example, got, want.Bytes())
+		}
+	}
+}
+
 // TestEventEnumsAreTheConstants keeps the schema's event_type, action and transport
 // enums equal to the Go constants the writers use.
 func TestEventEnumsAreTheConstants(t *testing.T) {

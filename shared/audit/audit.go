@@ -45,57 +45,59 @@ func legacyDigests(v string) bool { return v == EventVersion10 || v == EventVers
 
 // Record is one audit event. Field names are the wire (and Athena column) names; the
 // spec's own fields keep the spec's names. The JSON Schema is events/audit/record.schema.json.
+// Each parquet tag is the field's JSON name: Record is also the row of a compacted
+// Parquet file (shared/audit/file), whose columns are the JSON lines' keys.
 type Record struct {
-	EventID        string   `json:"event_id"`
-	EventVersion   string   `json:"event_version"`
-	Timestamp      string   `json:"timestamp"` // RFC 3339 UTC with milliseconds
-	Tool           string   `json:"tool"`
-	Outcome        string   `json:"outcome"` // success, denied, error
-	Reason         string   `json:"reason"`  // stable error code, "" on success
-	ScopesProvided []string `json:"scopes_provided"`
-	ScopesRequired []string `json:"scopes_required"`
-	WorkspaceID    string   `json:"workspace_id"`
-	UserID         string   `json:"user_id"`
-	TokenID        string   `json:"token_id"`
-	ReadOnly       bool     `json:"read_only"`
-	Destructive    bool     `json:"destructive"`
-	ConfirmPresent bool     `json:"confirm_present"`
-	ResourceID     string   `json:"resource_id"`
+	EventID        string   `json:"event_id" parquet:"event_id"`
+	EventVersion   string   `json:"event_version" parquet:"event_version"`
+	Timestamp      string   `json:"timestamp" parquet:"timestamp"` // RFC 3339 UTC with milliseconds
+	Tool           string   `json:"tool" parquet:"tool"`
+	Outcome        string   `json:"outcome" parquet:"outcome"` // success, denied, error
+	Reason         string   `json:"reason" parquet:"reason"`   // stable error code, "" on success
+	ScopesProvided []string `json:"scopes_provided" parquet:"scopes_provided,list"`
+	ScopesRequired []string `json:"scopes_required" parquet:"scopes_required,list"`
+	WorkspaceID    string   `json:"workspace_id" parquet:"workspace_id"`
+	UserID         string   `json:"user_id" parquet:"user_id"`
+	TokenID        string   `json:"token_id" parquet:"token_id"`
+	ReadOnly       bool     `json:"read_only" parquet:"read_only"`
+	Destructive    bool     `json:"destructive" parquet:"destructive"`
+	ConfirmPresent bool     `json:"confirm_present" parquet:"confirm_present"`
+	ResourceID     string   `json:"resource_id" parquet:"resource_id"`
 	// IdempotencyKeyHMAC is the HMAC of the caller's idempotency key (HMAC), ""
 	// when the call had none.
-	IdempotencyKeyHMAC string `json:"idempotency_key_hmac"`
-	IdempotentReplay   bool   `json:"idempotent_replay"`
-	RequestID          string `json:"request_id"`
-	JSONRPCID          string `json:"jsonrpc_id"`
-	ClientName         string `json:"client_name"`
-	ClientVersion      string `json:"client_version"`
-	ProtocolVersion    string `json:"protocol_version"`
-	UserAgent          string `json:"user_agent"`
-	SourceIP           string `json:"source_ip"`
+	IdempotencyKeyHMAC string `json:"idempotency_key_hmac" parquet:"idempotency_key_hmac"`
+	IdempotentReplay   bool   `json:"idempotent_replay" parquet:"idempotent_replay"`
+	RequestID          string `json:"request_id" parquet:"request_id"`
+	JSONRPCID          string `json:"jsonrpc_id" parquet:"jsonrpc_id"`
+	ClientName         string `json:"client_name" parquet:"client_name"`
+	ClientVersion      string `json:"client_version" parquet:"client_version"`
+	ProtocolVersion    string `json:"protocol_version" parquet:"protocol_version"`
+	UserAgent          string `json:"user_agent" parquet:"user_agent"`
+	SourceIP           string `json:"source_ip" parquet:"source_ip"`
 	// ArgsHMAC is the HMAC of the canonical arguments (HMAC).
-	ArgsHMAC   string `json:"args_hmac"`
-	DurationMS int64  `json:"duration_ms"`
-	Transport  string `json:"transport"` // mcp, rest or oauth
+	ArgsHMAC   string `json:"args_hmac" parquet:"args_hmac"`
+	DurationMS int64  `json:"duration_ms" parquet:"duration_ms"`
+	Transport  string `json:"transport" parquet:"transport"` // mcp, rest or oauth
 	// ClientID is the OAuth client behind the token ("" for a personal token).
-	ClientID string `json:"client_id"`
+	ClientID string `json:"client_id" parquet:"client_id"`
 	// EventType is EventToolCall for tool invocations and rejected tokens, and
 	// EventAuthorization for the authorization server's events.
-	EventType string `json:"event_type"`
+	EventType string `json:"event_type" parquet:"event_type"`
 	// Action names an authorization event (ActionConsentGranted, ...); "" on tool calls.
-	Action string `json:"action"`
+	Action string `json:"action" parquet:"action"`
 	// Confirmation is the confirmation a destructive call carried by the time it
 	// ended (ConfirmationFlag, ConfirmationElicited); "" for any other tool, for a
 	// destructive call stopped before its confirm check or refused there, and for
 	// authorization events. Added in 1.3.
-	Confirmation string `json:"confirmation"`
+	Confirmation string `json:"confirmation" parquet:"confirmation"`
 
 	// ArgsSHA256 and IdempotencyKey are the 1.0 and 1.1 forms of ArgsHMAC and
 	// IdempotencyKeyHMAC, kept so that old records read, compact and query without
 	// loss. Writers since 1.2 never set them; Validate refuses them on such
 	// records. They come last and are left out when empty, so a current line does
 	// not carry them.
-	ArgsSHA256     string `json:"args_sha256,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	ArgsSHA256     string `json:"args_sha256,omitempty" parquet:"args_sha256"`
+	IdempotencyKey string `json:"idempotency_key,omitempty" parquet:"idempotency_key"`
 }
 
 // Confirmations, as written in Record.Confirmation.

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/bench/load"
 )
 
 func TestSequential(t *testing.T) {
@@ -84,5 +89,43 @@ func TestParseInitTrace(t *testing.T) {
 	}
 	if len(parseInitTrace([]byte("no trace here\n")).pkgs) != 0 {
 		t.Error("found packages in output without a trace")
+	}
+}
+
+// TestInterleave: every peer warms up on every tool before the first round, each
+// round runs every tool on every peer with the peers rotated, and the rounds' results
+// come back by peer and tool, in round order.
+func TestInterleave(t *testing.T) {
+	b := &bench{opt: options{rounds: 3}, log: slog.New(slog.DiscardHandler)}
+	peers := []peer{{name: "a"}, {name: "b"}}
+	var calls []string
+	res, err := b.interleave("test", peers, []string{"x", "y"}, 7, 100, func(p peer, tool int, label string, n int) (load.Result, error) {
+		calls = append(calls, fmt.Sprintf("%s%d:%s:%d", p.name, tool, label, n))
+		// a's runs take 1 s per round number plus one, b's twice that.
+		r, _ := strconv.Atoi(label)
+		el := time.Duration(r+1) * time.Second
+		if p.name == "b" {
+			el *= 2
+		}
+		return load.Result{Requests: n, Elapsed: el, Latencies: []time.Duration{el}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a0:warm:7", "a1:warm:7", "b0:warm:7", "b1:warm:7",
+		"a0:0:100", "b0:0:100", "a1:0:100", "b1:0:100",
+		"b0:1:100", "a0:1:100", "b1:1:100", "a1:1:100",
+		"a0:2:100", "b0:2:100", "a1:2:100", "b1:2:100"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls\n%v\nwant\n%v", calls, want)
+	}
+	if got := res.median("a", "y", rps); got != 50 {
+		t.Errorf("median req/s of a on y = %v, want 50 (100 requests in 2 s)", got)
+	}
+	if got := res.ratio("x", "a", "b", rps); got != 2 {
+		t.Errorf("a/b req/s = %v, want 2", got)
+	}
+	if got, want := res.row("x", "b", "B"), []string{"x", "B", "25", "4.00 s", "4.00 s", "[50 25 17]"}; !slices.Equal(got, want) {
+		t.Errorf("row %v, want %v", got, want)
 	}
 }

@@ -152,28 +152,15 @@ func (b *bench) throughput(ctx context.Context) error {
 	}
 
 	client := load.NewClient(b.opt.concurrency)
-	// Warm up every peer and tool (JIT, caches, connection pools) before round 1.
-	for _, p := range peers {
-		for _, w := range wls {
-			if _, err := load.Run(ctx, client, b.target(p, w), 300, b.opt.concurrency); err != nil {
-				return fmt.Errorf("warm-up %s %s: %w", p.name, w.tool, err)
-			}
-		}
+	var tools []string
+	for _, w := range wls {
+		tools = append(tools, w.tool)
 	}
-	type key struct{ peer, tool string }
-	res := map[key][]load.Result{}
-	for r := range b.opt.rounds {
-		order := rotate(peers, r)
-		for _, w := range wls {
-			for _, p := range order {
-				lr, err := load.Run(ctx, client, b.target(p, w), b.opt.requests, b.opt.concurrency)
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", p.name, w.tool, err)
-				}
-				res[key{p.name, w.tool}] = append(res[key{p.name, w.tool}], lr)
-			}
-		}
-		b.log.Info("throughput round", "round", r+1, "of", b.opt.rounds)
+	res, err := b.interleave("throughput", peers, tools, 300, b.opt.requests, func(p peer, tool int, _ string, n int) (load.Result, error) {
+		return load.Run(ctx, client, b.target(p, wls[tool]), n, b.opt.concurrency)
+	})
+	if err != nil {
+		return err
 	}
 
 	sec := report.Section{
@@ -191,35 +178,12 @@ func (b *bench) throughput(ctx context.Context) error {
 			"the first page of 25. %s", b.opt.requests, b.opt.concurrency, b.opt.rounds, identical)},
 		Table: report.Table{Header: []string{"tool", "peer", "req/s (median)", "p50", "p99", "req/s per round"}},
 	}
-	med := func(k key, f func(load.Result) float64) float64 {
-		var v []float64
-		for _, r := range res[k] {
-			v = append(v, f(r))
-		}
-		return median(v)
-	}
-	rps := func(r load.Result) float64 { return r.Throughput() }
-	p50 := func(r load.Result) float64 { return float64(r.Percentile(0.50)) }
-	p99 := func(r load.Result) float64 { return float64(r.Percentile(0.99)) }
 	for _, w := range wls {
 		for _, p := range peers {
-			k := key{p.name, w.tool}
-			var per []string
-			for _, r := range res[k] {
-				per = append(per, fmt.Sprintf("%.0f", r.Throughput()))
-			}
-			sec.Table.Rows = append(sec.Table.Rows, []string{w.tool, p.name, fmt.Sprintf("%.0f", med(k, rps)),
-				dur(med(k, p50)), dur(med(k, p99)), fmt.Sprint(per)})
+			sec.Table.Rows = append(sec.Table.Rows, res.row(w.tool, p.name, p.name))
 		}
 	}
-	// Ratios per round (A and B of the same round), then their median.
-	ratio := func(tool, a, bb string, f func(load.Result) float64) float64 {
-		var v []float64
-		for i := range res[key{a, tool}] {
-			v = append(v, f(res[key{a, tool}][i])/f(res[key{bb, tool}][i]))
-		}
-		return median(v)
-	}
+	ratio := res.ratio
 	profileNote := "Where the time goes is in bench/profiles/ (section 4). History: before serve answered " +
 		"members and issues from its exact in-memory copy (sqlite.WithReadCache, docs/decisions.md), get_issue " +
 		"measured 0.58x here, the two SQLite reads of each call (member record, issue; pure-Go SQLite) being " +
@@ -303,6 +267,79 @@ func sameResults(ctx context.Context, peers []peer, wls []workload) (string, err
 	}
 	return "Before measuring, the bench checked that the three peers return byte-identical tool results " +
 		"(text content, and structuredContent once compacted) for both calls.", nil
+}
+
+// runKey names the load runs of one peer on one tool.
+type runKey struct{ peer, tool string }
+
+// rounds holds a section's load runs: for each peer and tool, one result per round.
+type rounds map[runKey][]load.Result
+
+// interleave warms every peer up on every tool (JIT, caches, connection pools) with
+// a run of warm requests, then makes b.opt.rounds rounds of runs of n requests: each
+// tool on every peer, the peers in an order rotated each round, so that none always
+// runs first or last while the machine's load drifts. run makes one run of the tool
+// at that index; label ("warm", then the round's number) lets it make bodies that
+// differ from those of every other run.
+func (b *bench) interleave(section string, peers []peer, tools []string, warm, n int, run func(p peer, tool int, label string, n int) (load.Result, error)) (rounds, error) {
+	for _, p := range peers {
+		for i, tool := range tools {
+			if _, err := run(p, i, "warm", warm); err != nil {
+				return nil, fmt.Errorf("warm-up %s %s: %w", p.name, tool, err)
+			}
+		}
+	}
+	res := rounds{}
+	for r := range b.opt.rounds {
+		for i, tool := range tools {
+			for _, p := range rotate(peers, r) {
+				lr, err := run(p, i, fmt.Sprint(r), n)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", p.name, tool, err)
+				}
+				k := runKey{p.name, tool}
+				res[k] = append(res[k], lr)
+			}
+		}
+		b.log.Info(section+" round", "round", r+1, "of", b.opt.rounds)
+	}
+	return res, nil
+}
+
+// The measures of a run that the sections report.
+func rps(r load.Result) float64 { return r.Throughput() }
+func p50(r load.Result) float64 { return float64(r.Percentile(0.50)) }
+func p99(r load.Result) float64 { return float64(r.Percentile(0.99)) }
+
+// median is the median over the rounds of f of peer's runs of tool.
+func (rs rounds) median(peer, tool string, f func(load.Result) float64) float64 {
+	var v []float64
+	for _, r := range rs[runKey{peer, tool}] {
+		v = append(v, f(r))
+	}
+	return median(v)
+}
+
+// ratio is the median of the per-round ratios of f, peer a over peer b on tool: the
+// two runs of one round met the same machine.
+func (rs rounds) ratio(tool, a, b string, f func(load.Result) float64) float64 {
+	var v []float64
+	ra, rb := rs[runKey{a, tool}], rs[runKey{b, tool}]
+	for i := range ra {
+		v = append(v, f(ra[i])/f(rb[i]))
+	}
+	return median(v)
+}
+
+// row is the table row of peer's runs of tool, the peer shown as shown: tool, peer,
+// median req/s, p50 and p99, and the req/s of every round.
+func (rs rounds) row(tool, peer, shown string) []string {
+	var per []string
+	for _, r := range rs[runKey{peer, tool}] {
+		per = append(per, fmt.Sprintf("%.0f", r.Throughput()))
+	}
+	return []string{tool, shown, fmt.Sprintf("%.0f", rs.median(peer, tool, rps)),
+		dur(rs.median(peer, tool, p50)), dur(rs.median(peer, tool, p99)), fmt.Sprint(per)}
 }
 
 func rotate[T any](s []T, n int) []T {

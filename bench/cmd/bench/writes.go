@@ -58,27 +58,14 @@ func (b *bench) writes(ctx context.Context) error {
 		t := load.Target{URL: p.url, Header: p.header(), Bodies: bodies, Check: checkToolResult}
 		return load.Run(ctx, client, t, n, b.opt.concurrency)
 	}
-	for _, p := range peers {
-		for i := range writeTools {
-			if _, err := run(p, i, "warm", 200); err != nil {
-				return fmt.Errorf("warm-up %s %s: %w", p.name, writeTools[i].tool, err)
-			}
-		}
+	var tools []string
+	for _, w := range writeTools {
+		tools = append(tools, w.tool)
 	}
-	type key struct{ peer, tool string }
-	res := map[key][]load.Result{}
 	requests := max(b.opt.requests/3, 500)
-	for r := range b.opt.rounds {
-		for i, w := range writeTools {
-			for _, p := range rotate(peers, r) {
-				lr, err := run(p, i, fmt.Sprint(r), requests)
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", p.name, w.tool, err)
-				}
-				res[key{p.name, w.tool}] = append(res[key{p.name, w.tool}], lr)
-			}
-		}
-		b.log.Info("writes round", "round", r+1, "of", b.opt.rounds)
+	res, err := b.interleave("writes", peers, tools, 200, requests, run)
+	if err != nil {
+		return err
 	}
 	sec := report.Section{
 		Title: "7. Writes at 32 connections",
@@ -93,42 +80,16 @@ func (b *bench) writes(ctx context.Context) error {
 			requests, b.opt.concurrency, b.opt.rounds)},
 		Table: report.Table{Header: []string{"tool", "peer", "req/s (median)", "p50", "p99", "req/s per round"}},
 	}
-	f := map[string]func(load.Result) float64{
-		"rps": func(r load.Result) float64 { return r.Throughput() },
-		"p50": func(r load.Result) float64 { return float64(r.Percentile(0.50)) },
-		"p99": func(r load.Result) float64 { return float64(r.Percentile(0.99)) },
-	}
-	med := func(k key, m string) float64 {
-		var v []float64
-		for _, r := range res[k] {
-			v = append(v, f[m](r))
-		}
-		return median(v)
-	}
-	ratio := func(tool, m string) float64 {
-		var v []float64
-		a, bb := res[key{"aacmcp-writes", tool}], res[key{"bare", tool}]
-		for i := range a {
-			v = append(v, f[m](a[i])/f[m](bb[i]))
-		}
-		return median(v)
-	}
 	var line []string
 	for _, w := range writeTools {
 		for _, p := range peers {
-			k := key{p.name, w.tool}
-			var per []string
-			for _, r := range res[k] {
-				per = append(per, fmt.Sprintf("%.0f", r.Throughput()))
+			shown := p.name
+			if shown == aacmcp.name {
+				shown = "aacmcp"
 			}
-			name := p.name
-			if name == "aacmcp-writes" {
-				name = "aacmcp"
-			}
-			sec.Table.Rows = append(sec.Table.Rows, []string{w.tool, name, fmt.Sprintf("%.0f", med(k, "rps")),
-				dur(med(k, "p50")), dur(med(k, "p99")), fmt.Sprint(per)})
+			sec.Table.Rows = append(sec.Table.Rows, res.row(w.tool, p.name, shown))
 		}
-		t, p := ratio(w.tool, "rps"), ratio(w.tool, "p99")
+		t, p := res.ratio(w.tool, aacmcp.name, "bare", rps), res.ratio(w.tool, aacmcp.name, "bare", p99)
 		b.addGoal("7. "+w.tool+" throughput vs bare", ">= 0.7x", fmt.Sprintf("%.2fx", t), t >= 0.7,
 			"see section 7: what aacmcp writes beyond the rows (audit line, usage, member read) and docs/security.md's lock-wait figures")
 		b.addGoal("7. "+w.tool+" p99 vs bare", "<= 3x", fmt.Sprintf("%.2fx", p), p <= 3, "see section 7")

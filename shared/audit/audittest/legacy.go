@@ -3,7 +3,11 @@ package audittest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -28,41 +32,58 @@ func AsLegacy(r audit.Record, version string) audit.Record {
 	return r
 }
 
-// v11Line is the field order of a version 1.1 line.
-type v11Line struct {
-	EventID          string   `json:"event_id"`
-	EventVersion     string   `json:"event_version"`
-	Timestamp        string   `json:"timestamp"`
-	Tool             string   `json:"tool"`
-	Outcome          string   `json:"outcome"`
-	Reason           string   `json:"reason"`
-	ScopesProvided   []string `json:"scopes_provided"`
-	ScopesRequired   []string `json:"scopes_required"`
-	WorkspaceID      string   `json:"workspace_id"`
-	UserID           string   `json:"user_id"`
-	TokenID          string   `json:"token_id"`
-	ReadOnly         bool     `json:"read_only"`
-	Destructive      bool     `json:"destructive"`
-	ConfirmPresent   bool     `json:"confirm_present"`
-	ResourceID       string   `json:"resource_id"`
-	IdempotencyKey   string   `json:"idempotency_key"`
-	IdempotentReplay bool     `json:"idempotent_replay"`
-	RequestID        string   `json:"request_id"`
-	JSONRPCID        string   `json:"jsonrpc_id"`
-	ClientName       string   `json:"client_name"`
-	ClientVersion    string   `json:"client_version"`
-	ProtocolVersion  string   `json:"protocol_version"`
-	UserAgent        string   `json:"user_agent"`
-	SourceIP         string   `json:"source_ip"`
-	ArgsSHA256       string   `json:"args_sha256"`
-	DurationMS       int64    `json:"duration_ms"`
-	Transport        string   `json:"transport"`
-	ClientID         string   `json:"client_id"`
-	EventType        string   `json:"event_type"`
-	Action           string   `json:"action"`
+// The columns of the records of the old versions, in the order their writers put
+// them, in a JSON line and in a compacted Parquet file alike. They are frozen: they
+// are what the files of those versions hold, whatever Record becomes (the examples
+// of 1.0 and 1.1 records in events/audit are lines of those writers, and a test there
+// holds LegacyLine and V11Line to them). Each names a field of audit.Record by its
+// JSON name, whose type it has.
+var (
+	v10Columns = []string{
+		"event_id", "event_version", "timestamp", "tool", "outcome", "reason",
+		"scopes_provided", "scopes_required", "workspace_id", "user_id", "token_id",
+		"read_only", "destructive", "confirm_present", "resource_id", "idempotency_key",
+		"idempotent_replay", "request_id", "jsonrpc_id", "client_name", "client_version",
+		"protocol_version", "user_agent", "source_ip", "args_sha256", "duration_ms",
+		"transport",
+	}
+	// 1.1 appended the OAuth client, the event type and the action.
+	v11Columns = append(slices.Clip(v10Columns), "client_id", "event_type", "action")
+
+	v10Row, v11Row = rowType(v10Columns), rowType(v11Columns)
+)
+
+// rowType is the struct an old writer encoded: one field per column, in order, with
+// the type and the Parquet tag of Record's field of that JSON name, so that
+// encoding/json and parquet-go write it as that writer did.
+func rowType(columns []string) reflect.Type {
+	fields := map[string]reflect.StructField{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[audit.Record]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[name] = f
+	}
+	row := make([]reflect.StructField, len(columns))
+	for i, c := range columns {
+		f, ok := fields[c]
+		if !ok {
+			panic("audittest: audit.Record has no field for the legacy column " + c)
+		}
+		tag := fmt.Sprintf(`json:%q parquet:%q`, c, f.Tag.Get("parquet"))
+		row[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: reflect.StructTag(tag)}
+	}
+	return reflect.StructOf(row)
 }
 
-func legacyLine(r audit.Record, version string) []byte {
+// asRow is r as a value of the row type typ: the fields of r that typ has.
+func asRow(typ reflect.Type, r audit.Record) any {
+	src, row := reflect.ValueOf(r), reflect.New(typ).Elem()
+	for i := range typ.NumField() {
+		row.Field(i).Set(src.FieldByName(typ.Field(i).Name))
+	}
+	return row.Interface()
+}
+
+func legacyLine(r audit.Record, version string, typ reflect.Type) []byte {
 	r = AsLegacy(r, version)
 	if r.ScopesProvided == nil {
 		r.ScopesProvided = []string{}
@@ -70,17 +91,7 @@ func legacyLine(r audit.Record, version string) []byte {
 	if r.ScopesRequired == nil {
 		r.ScopesRequired = []string{}
 	}
-	b, err := json.Marshal(v11Line{
-		EventID: r.EventID, EventVersion: r.EventVersion, Timestamp: r.Timestamp, Tool: r.Tool,
-		Outcome: r.Outcome, Reason: r.Reason, ScopesProvided: r.ScopesProvided, ScopesRequired: r.ScopesRequired,
-		WorkspaceID: r.WorkspaceID, UserID: r.UserID, TokenID: r.TokenID, ReadOnly: r.ReadOnly,
-		Destructive: r.Destructive, ConfirmPresent: r.ConfirmPresent, ResourceID: r.ResourceID,
-		IdempotencyKey: r.IdempotencyKey, IdempotentReplay: r.IdempotentReplay, RequestID: r.RequestID,
-		JSONRPCID: r.JSONRPCID, ClientName: r.ClientName, ClientVersion: r.ClientVersion,
-		ProtocolVersion: r.ProtocolVersion, UserAgent: r.UserAgent, SourceIP: r.SourceIP,
-		ArgsSHA256: r.ArgsSHA256, DurationMS: r.DurationMS, Transport: r.Transport,
-		ClientID: r.ClientID, EventType: r.EventType, Action: r.Action,
-	})
+	b, err := json.Marshal(asRow(typ, r))
 	if err != nil {
 		panic(err) // strings, bools and an int64 always encode
 	}
@@ -90,53 +101,17 @@ func legacyLine(r audit.Record, version string) []byte {
 // LegacyLine encodes r as a version 1.0 writer did: event_version "1.0", the plain
 // args_sha256 and idempotency_key, and no client_id, event_type or action (the three
 // fields 1.1 appended to the line). See AsLegacy for what a reader makes of it.
-func LegacyLine(r audit.Record) []byte {
-	line := legacyLine(r, audit.EventVersion10)
-	i := bytes.LastIndex(line, []byte(`,"client_id":`))
-	return append(line[:i], "}\n"...)
-}
+func LegacyLine(r audit.Record) []byte { return legacyLine(r, audit.EventVersion10, v10Row) }
 
 // V11Line encodes r as a version 1.1 writer did: args_sha256 and idempotency_key
 // where 1.2 has their HMACs.
-func V11Line(r audit.Record) []byte { return legacyLine(r, audit.EventVersion11) }
+func V11Line(r audit.Record) []byte { return legacyLine(r, audit.EventVersion11, v11Row) }
 
 // V12Line encodes r as a version 1.2 writer did: no confirmation (added in 1.3).
 func V12Line(r audit.Record) []byte {
 	r.EventVersion, r.Confirmation = audit.EventVersion12, ""
 	line := audit.AppendLine(nil, r)
 	return bytes.Replace(line, []byte(`,"confirmation":""`), nil, 1)
-}
-
-// legacyRow is the Parquet row of a version 1.0 compaction: the columns before
-// client_id, event_type and action existed.
-type legacyRow struct {
-	EventID          string   `parquet:"event_id"`
-	EventVersion     string   `parquet:"event_version"`
-	Timestamp        string   `parquet:"timestamp"`
-	Tool             string   `parquet:"tool"`
-	Outcome          string   `parquet:"outcome"`
-	Reason           string   `parquet:"reason"`
-	ScopesProvided   []string `parquet:"scopes_provided,list"`
-	ScopesRequired   []string `parquet:"scopes_required,list"`
-	WorkspaceID      string   `parquet:"workspace_id"`
-	UserID           string   `parquet:"user_id"`
-	TokenID          string   `parquet:"token_id"`
-	ReadOnly         bool     `parquet:"read_only"`
-	Destructive      bool     `parquet:"destructive"`
-	ConfirmPresent   bool     `parquet:"confirm_present"`
-	ResourceID       string   `parquet:"resource_id"`
-	IdempotencyKey   string   `parquet:"idempotency_key"`
-	IdempotentReplay bool     `parquet:"idempotent_replay"`
-	RequestID        string   `parquet:"request_id"`
-	JSONRPCID        string   `parquet:"jsonrpc_id"`
-	ClientName       string   `parquet:"client_name"`
-	ClientVersion    string   `parquet:"client_version"`
-	ProtocolVersion  string   `parquet:"protocol_version"`
-	UserAgent        string   `parquet:"user_agent"`
-	SourceIP         string   `parquet:"source_ip"`
-	ArgsSHA256       string   `parquet:"args_sha256"`
-	DurationMS       int64    `parquet:"duration_ms"`
-	Transport        string   `parquet:"transport"`
 }
 
 // WriteLegacyParquet writes recs to path as a version 1.0 compaction wrote them:
@@ -148,22 +123,11 @@ func WriteLegacyParquet(t testing.TB, path string, recs []audit.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parquet.NewGenericWriter[legacyRow](f, parquet.Compression(&parquet.Zstd))
-	rows := make([]legacyRow, len(recs))
-	for i, r := range recs {
-		rows[i] = legacyRow{
-			EventID: r.EventID, EventVersion: audit.EventVersion10, Timestamp: r.Timestamp, Tool: r.Tool,
-			Outcome: r.Outcome, Reason: r.Reason, ScopesProvided: r.ScopesProvided, ScopesRequired: r.ScopesRequired,
-			WorkspaceID: r.WorkspaceID, UserID: r.UserID, TokenID: r.TokenID, ReadOnly: r.ReadOnly,
-			Destructive: r.Destructive, ConfirmPresent: r.ConfirmPresent, ResourceID: r.ResourceID,
-			IdempotencyKey: r.IdempotencyKey, IdempotentReplay: r.IdempotentReplay, RequestID: r.RequestID,
-			JSONRPCID: r.JSONRPCID, ClientName: r.ClientName, ClientVersion: r.ClientVersion,
-			ProtocolVersion: r.ProtocolVersion, UserAgent: r.UserAgent, SourceIP: r.SourceIP,
-			ArgsSHA256: AsLegacy(r, audit.EventVersion10).ArgsSHA256, DurationMS: r.DurationMS, Transport: r.Transport,
+	w := parquet.NewWriter(f, parquet.SchemaOf(reflect.Zero(v10Row).Interface()), parquet.Compression(&parquet.Zstd))
+	for _, r := range recs {
+		if err := w.Write(asRow(v10Row, AsLegacy(r, audit.EventVersion10))); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

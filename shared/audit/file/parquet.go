@@ -13,48 +13,16 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 )
 
-// parquetRow is audit.Record with Parquet column names (the JSON names, so the
-// table's columns are the same in both formats). It has exactly Record's fields, so
-// the two convert into each other; a field added to one and not the other stops the
-// build.
-type parquetRow struct {
-	EventID            string   `parquet:"event_id"`
-	EventVersion       string   `parquet:"event_version"`
-	Timestamp          string   `parquet:"timestamp"`
-	Tool               string   `parquet:"tool"`
-	Outcome            string   `parquet:"outcome"`
-	Reason             string   `parquet:"reason"`
-	ScopesProvided     []string `parquet:"scopes_provided,list"`
-	ScopesRequired     []string `parquet:"scopes_required,list"`
-	WorkspaceID        string   `parquet:"workspace_id"`
-	UserID             string   `parquet:"user_id"`
-	TokenID            string   `parquet:"token_id"`
-	ReadOnly           bool     `parquet:"read_only"`
-	Destructive        bool     `parquet:"destructive"`
-	ConfirmPresent     bool     `parquet:"confirm_present"`
-	ResourceID         string   `parquet:"resource_id"`
-	IdempotencyKeyHMAC string   `parquet:"idempotency_key_hmac"`
-	IdempotentReplay   bool     `parquet:"idempotent_replay"`
-	RequestID          string   `parquet:"request_id"`
-	JSONRPCID          string   `parquet:"jsonrpc_id"`
-	ClientName         string   `parquet:"client_name"`
-	ClientVersion      string   `parquet:"client_version"`
-	ProtocolVersion    string   `parquet:"protocol_version"`
-	UserAgent          string   `parquet:"user_agent"`
-	SourceIP           string   `parquet:"source_ip"`
-	ArgsHMAC           string   `parquet:"args_hmac"`
-	DurationMS         int64    `parquet:"duration_ms"`
-	Transport          string   `parquet:"transport"`
-	ClientID           string   `parquet:"client_id"`
-	EventType          string   `parquet:"event_type"`
-	Action             string   `parquet:"action"`
-	// A file compacted by a writer before 1.3 has no confirmation column: it
-	// reads "", what those records meant.
-	Confirmation string `parquet:"confirmation"`
-	// The 1.0 and 1.1 digests (audit.Record says why they are kept).
-	ArgsSHA256     string `parquet:"args_sha256"`
-	IdempotencyKey string `parquet:"idempotency_key"`
-}
+// rowSchema is the schema of a compacted file: audit.Record's fields, their columns
+// named by its parquet tags (the JSON names, so the table's columns are the same in
+// both formats). The root keeps the name it had when the schema was a struct of this
+// package's own, so that a file compacted now is byte for byte what it was then;
+// readers go by the column names and never look at it.
+//
+// A column a file lacks reads as the field's zero value: "" for the confirmation of a
+// file compacted before 1.3, and for the client_id, event_type and action of a 1.0
+// file, which Normalize then makes the tool call it was.
+var rowSchema = parquet.NewSchema("parquetRow", parquet.SchemaOf(audit.Record{}))
 
 // manifestKey is the Parquet key-value metadata entry that lists, as a JSON array of
 // base names, the JSON files of the same partition whose records the Parquet file
@@ -94,16 +62,12 @@ func writeParquet(w io.Writer, recs []audit.Record, replaces []string) error {
 	if err != nil {
 		return err
 	}
-	pw := parquet.NewGenericWriter[parquetRow](w,
+	pw := parquet.NewGenericWriter[audit.Record](w, rowSchema,
 		parquet.Compression(&parquet.Zstd),
 		parquet.KeyValueMetadata(manifestKey, string(m)),
 		parquet.CreatedBy("aacmcp", "audit-compaction", audit.EventVersion),
 	)
-	rows := make([]parquetRow, len(recs))
-	for i, r := range recs {
-		rows[i] = parquetRow(r)
-	}
-	if _, err := pw.Write(rows); err != nil {
+	if _, err := pw.Write(recs); err != nil {
 		return err
 	}
 	return pw.Close()
@@ -117,18 +81,14 @@ func scanParquet(path string, fn func(Entry) error) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
-	r := parquet.NewGenericReader[parquetRow](f)
+	r := parquet.NewGenericReader[audit.Record](f, rowSchema)
 	defer r.Close()
-	buf := make([]parquetRow, 256)
+	buf := make([]audit.Record, 256)
 	var row int64
 	for {
 		n, err := r.Read(buf)
-		for _, pr := range buf[:n] {
-			// A file compacted by a 1.0 writer has no client_id, event_type or
-			// action columns: the reader leaves them "", and Normalize makes the
-			// record the tool call it was.
-			rec := audit.Normalize(audit.Record(pr))
-			if err := fn(Entry{Path: path, Offset: row, Record: rec}); err != nil {
+		for _, rec := range buf[:n] {
+			if err := fn(Entry{Path: path, Offset: row, Record: audit.Normalize(rec)}); err != nil {
 				return err
 			}
 			row++

@@ -12,6 +12,17 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
+// encodeRun is run r's item in its issue's partition, marked with nonce n, the
+// writing call's; decodeRun reads it.
+func encodeRun(ws string, r store.AutopilotRun, n string) item {
+	it := key(issuePK(ws, r.IssueID), skRun+r.ID)
+	it["id"], it["issue_id"], it["issue_key"], it["status"] = avS(r.ID), avS(r.IssueID), avS(r.IssueKey), avS(r.Status)
+	it["instructions"], it["requested_by"], it["attempts"] = avS(r.Instructions), avS(r.RequestedBy), avN(int64(r.Attempts))
+	it["error"], it["created_at"], it["updated_at"] = avS(r.Error), avTime(r.CreatedAt), avTime(r.UpdatedAt)
+	it["nonce"] = avS(n)
+	return it
+}
+
 func decodeRun(it item) (store.AutopilotRun, error) {
 	d := decoder{it: it}
 	r := store.AutopilotRun{
@@ -47,11 +58,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	}
 	r.UpdatedAt = r.UpdatedAt.UTC()
 	n := nonce()
-	it := key(issuePK(ws, r.IssueID), skRun+r.ID)
-	it["id"], it["issue_id"], it["issue_key"], it["status"] = avS(r.ID), avS(r.IssueID), avS(r.IssueKey), avS(r.Status)
-	it["instructions"], it["requested_by"], it["attempts"] = avS(r.Instructions), avS(r.RequestedBy), avN(int64(r.Attempts))
-	it["error"], it["created_at"], it["updated_at"] = avS(r.Error), avTime(r.CreatedAt), avTime(r.UpdatedAt)
-	it["nonce"] = avS(n)
+	it := encodeRun(ws, r, n)
 	ref := item{
 		attrPK: avS(runRefPK(ws, r.ID)), attrSK: avS(skMeta),
 		"issue_id": avS(r.IssueID), "nonce": avS(n),
@@ -65,18 +72,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 	// retried put pass its own condition while another call reusing the id is a
 	// conflict.
 	put := func(x item) func() error {
-		return func() error {
-			_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:                 aws.String(s.table),
-				Item:                      x,
-				ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-				ExpressionAttributeValues: item{":n": avS(n)},
-			})
-			if conditionFailed(err) {
-				return store.Errorf(store.ErrAlreadyExists, "autopilot run id already used")
-			}
-			return fail(op, err)
-		}
+		return func() error { return s.claim(ctx, s.table, x, n, "autopilot run id already used", op) }
 	}
 	var exists bool
 	errs := together(func() error {
@@ -100,12 +96,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 		if errs[i+1] != nil {
 			continue
 		}
-		if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			ConditionExpression:       aws.String("nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		}); err != nil && !conditionFailed(err) {
+		if err := s.release(ctx, s.table, k, n); err != nil {
 			return store.AutopilotRun{}, fail(op, err)
 		}
 	}

@@ -12,6 +12,15 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
+// encodeComment is comment c's item in its issue's partition, marked with nonce n,
+// the writing call's; decodeComment reads it.
+func encodeComment(ws string, c store.Comment, n string) item {
+	it := key(issuePK(ws, c.IssueID), skComment+c.ID)
+	it["id"], it["issue_id"], it["author"], it["body"] = avS(c.ID), avS(c.IssueID), avS(c.Author), avS(c.Body)
+	it["created_at"], it["nonce"] = avTime(c.CreatedAt), avS(n)
+	return it
+}
+
 func decodeComment(it item) (store.Comment, error) {
 	d := decoder{it: it}
 	c := store.Comment{
@@ -51,21 +60,8 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 	n := nonce()
 	ref := key(commentRefPK(ws, c.ID), skMeta)
 	ref["issue_id"], ref["author"], ref["nonce"] = avS(c.IssueID), avS(c.Author), avS(n)
-	body := key(issuePK(ws, c.IssueID), skComment+c.ID)
-	body["id"], body["issue_id"], body["author"], body["body"] = avS(c.ID), avS(c.IssueID), avS(c.Author), avS(c.Body)
-	body["created_at"], body["nonce"] = avTime(c.CreatedAt), avS(n)
-	put := func(it item) error {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 aws.String(s.table),
-			Item:                      it,
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return store.Errorf(store.ErrAlreadyExists, "comment id already used")
-		}
-		return fail(op, err)
-	}
+	body := encodeComment(ws, c, n)
+	put := func(it item) error { return s.claim(ctx, s.table, it, n, "comment id already used", op) }
 	// The lookup item claims the id; only its winner writes the rest.
 	if err := put(ref); err != nil {
 		return store.Comment{}, err

@@ -347,6 +347,39 @@ func (s *Store) get(ctx context.Context, table string, k item, op string) (item,
 	return out.Item, nil
 }
 
+// claim puts it unless its key holds an item another call wrote: the key must be
+// free or hold this call's own item (nonce n, which it carries), so that a request
+// the SDK resends after losing the response passes its own condition. A key another
+// call took is store.ErrAlreadyExists, saying taken.
+func (s *Store) claim(ctx context.Context, table string, it item, n, taken, op string) error {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(table),
+		Item:                      it,
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
+		ExpressionAttributeValues: item{":n": avS(n)},
+	})
+	if conditionFailed(err) {
+		return store.Errorf(store.ErrAlreadyExists, "%s", taken)
+	}
+	return fail(op, err)
+}
+
+// release deletes the item at k if it still carries nonce n: a write that failed
+// part-way takes back what it claimed, and never an item another call has written
+// there since. An item that is gone or another call's is left alone (nil).
+func (s *Store) release(ctx context.Context, table string, k item, n string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(table),
+		Key:                       k,
+		ConditionExpression:       aws.String("nonce = :n"),
+		ExpressionAttributeValues: item{":n": avS(n)},
+	})
+	if conditionFailed(err) {
+		return nil
+	}
+	return err
+}
+
 // follow reads the lookup item k and returns the key part its attribute attr points to
 // (a comment's issue id, a run's issue id, a token id's hash): not_found naming what when
 // the lookup item is absent, an internal error when it is malformed.

@@ -99,29 +99,14 @@ func (s *Store) putRefresh(ctx context.Context, hash string, g store.OAuthGrant,
 	it := key(oauthRefreshPK(hash), skRefresh)
 	it["grant_id"], it["grant_created"], it["state"] = avS(g.ID), avTime(g.CreatedAt), avS(refreshCurrent)
 	it["expires_at"], it[attrTTL], it["nonce"] = avTime(expires), expiryTTL(expires), avS(n)
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-		ExpressionAttributeValues: item{":n": avS(n)},
-	})
-	if conditionFailed(err) {
-		return store.Errorf(store.ErrAlreadyExists, "refresh token already belongs to a grant")
-	}
-	return fail(op, err)
+	return s.claim(ctx, s.table, it, n, "refresh token already belongs to a grant", op)
 }
 
 // releaseRefresh deletes a hash claimed by putRefresh with nonce n whose grant write
 // then failed. Losing it costs nothing: the grant does not name the hash, so reads
 // answer not_found for it (see above).
 func (s *Store) releaseRefresh(ctx context.Context, hash, n string) {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(oauthRefreshPK(hash), skRefresh),
-		ConditionExpression:       aws.String("nonce = :n"),
-		ExpressionAttributeValues: item{":n": avS(n)},
-	})
-	if err != nil && !conditionFailed(err) {
+	if err := s.release(ctx, s.table, key(oauthRefreshPK(hash), skRefresh), n); err != nil {
 		s.log.WarnContext(ctx, "dynamo: could not release a refresh hash", "err", err)
 	}
 }

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"github.com/aacworkflow/aacmcp/shared/store"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,7 +9,31 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/store"
 )
+
+// encodeToken is token t's item, listed in its workspace's token list and marked
+// with nonce n, the writing call's; decodeToken reads it.
+func encodeToken(t auth.TokenRecord, n string) item {
+	it := item{
+		attrPK: avS(tokenPK(t.Hash)), attrSK: avS(skToken),
+		attrGSI1PK: avS(tokenListPK(t.WorkspaceID)), attrGSI1SK: avS(tokenListSK(t.CreatedAt, t.TokenID)),
+		"hash": avS(t.Hash), "token_id": avS(t.TokenID), "name": avS(t.Name),
+		"workspace_id": avS(t.WorkspaceID), "user_id": avS(t.UserID), "scopes": avStrings(t.Scopes),
+		"created_at": avTime(t.CreatedAt), "expires_at": avTime(t.ExpiresAt), "nonce": avS(n),
+	}
+	if t.RevokedAt != nil {
+		it["revoked_at"] = avTime(*t.RevokedAt)
+	}
+	// Set on OAuth access tokens only: a personal token's item stays as it was.
+	if t.ClientID != "" {
+		it["client_id"] = avS(t.ClientID)
+	}
+	if t.GrantID != "" {
+		it["grant_id"] = avS(t.GrantID)
+	}
+	return it
+}
 
 func decodeToken(it item) (auth.TokenRecord, error) {
 	d := decoder{it: it}
@@ -46,40 +69,14 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	}
 	t.CreatedAt = s.orNow(t.CreatedAt)
 	n := nonce()
-	listSK := tokenListSK(t.CreatedAt, t.TokenID)
 	idItem := item{
 		attrPK: avS(tokenIDPK(t.TokenID)), attrSK: avS(skTokenID),
-		attrGSI1PK: avS(allTokensPK), attrGSI1SK: avS(listSK),
+		attrGSI1PK: avS(allTokensPK), attrGSI1SK: avS(tokenListSK(t.CreatedAt, t.TokenID)),
 		"hash": avS(t.Hash), "workspace_id": avS(t.WorkspaceID), "nonce": avS(n),
 	}
-	tok := item{
-		attrPK: avS(tokenPK(t.Hash)), attrSK: avS(skToken),
-		attrGSI1PK: avS(tokenListPK(t.WorkspaceID)), attrGSI1SK: avS(listSK),
-		"hash": avS(t.Hash), "token_id": avS(t.TokenID), "name": avS(t.Name),
-		"workspace_id": avS(t.WorkspaceID), "user_id": avS(t.UserID), "scopes": avStrings(t.Scopes),
-		"created_at": avTime(t.CreatedAt), "expires_at": avTime(t.ExpiresAt), "nonce": avS(n),
-	}
-	if t.RevokedAt != nil {
-		tok["revoked_at"] = avTime(*t.RevokedAt)
-	}
-	// Set on OAuth access tokens only: a personal token's item stays as it was.
-	if t.ClientID != "" {
-		tok["client_id"] = avS(t.ClientID)
-	}
-	if t.GrantID != "" {
-		tok["grant_id"] = avS(t.GrantID)
-	}
+	tok := encodeToken(t, n)
 	put := func(it item) error {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:                 aws.String(s.tokensTable),
-			Item:                      it,
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return store.Errorf(store.ErrAlreadyExists, "a token with this id or secret exists")
-		}
-		return fail(op, err)
+		return s.claim(ctx, s.tokensTable, it, n, "a token with this id or secret exists", op)
 	}
 	if err := put(idItem); err != nil {
 		return err
@@ -87,12 +84,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 	if err := put(tok); err != nil {
 		// The secret is taken (astronomically unlikely for a random secret): release
 		// the id claimed at (1).
-		if _, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.tokensTable),
-			Key:                       key(tokenIDPK(t.TokenID), skTokenID),
-			ConditionExpression:       aws.String("nonce = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		}); derr != nil && !conditionFailed(derr) {
+		if derr := s.release(ctx, s.tokensTable, key(tokenIDPK(t.TokenID), skTokenID), n); derr != nil {
 			s.log.WarnContext(ctx, "dynamo: could not release a token id", "token_id", t.TokenID, "err", derr)
 		}
 		return err

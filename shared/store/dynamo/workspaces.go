@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,19 +49,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 	it["id"], it["key"], it["name"], it["created_at"] = avS(w.ID), avS(w.Key), avS(w.Name), avTime(w.CreatedAt)
 	it["issue_seq"] = avN(0)
 	it["nonce"] = avS(n)
-	// The nonce lets a retry of this very request (response lost) pass the condition
-	// instead of reporting its own workspace as a conflict.
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(PK) OR nonce = :n"),
-		ExpressionAttributeValues: item{":n": avS(n)},
-	})
-	if conditionFailed(err) {
-		return store.Workspace{}, store.Errorf(store.ErrAlreadyExists, "workspace %q already exists", w.ID)
-	}
-	if err != nil {
-		return store.Workspace{}, fail("CreateWorkspace", err)
+	if err := s.claim(ctx, s.table, it, n, fmt.Sprintf("workspace %q already exists", w.ID), "CreateWorkspace"); err != nil {
+		return store.Workspace{}, err
 	}
 	return w, nil
 }

@@ -153,24 +153,8 @@ func (s *Store) DeleteOAuthClient(ctx context.Context, clientID string) error {
 
 // ListOAuthClients implements store.OAuthStore: newest first, lapsed ones left out.
 func (s *Store) ListOAuthClients(ctx context.Context) ([]store.OAuthClient, error) {
-	rows, err := s.read(ctx).query(`SELECT `+clientCols+` FROM oauth_clients WHERE last_used_at > ?
+	return queryList(ctx, s, scanClient, `SELECT `+clientCols+` FROM oauth_clients WHERE last_used_at > ?
 		ORDER BY created_at DESC, client_id DESC`, s.lapseCutoff())
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	defer rows.Close()
-	out := []store.OAuthClient{}
-	for rows.Next() {
-		c, err := scanClient(rows)
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(err)
-	}
-	return out, nil
 }
 
 // ---- pending authorizations ----
@@ -601,24 +585,8 @@ func (s *Store) ListOAuthGrants(ctx context.Context, ws, user string) ([]store.O
 	if user != "" {
 		where, args = append(where, "user_id = ?"), append(args, user)
 	}
-	rows, err := s.read(ctx).query(`SELECT `+grantCols+` FROM oauth_grants WHERE `+strings.Join(where, " AND ")+`
+	return queryList(ctx, s, scanGrant, `SELECT `+grantCols+` FROM oauth_grants WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY created_at DESC, id DESC`, args...)
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	defer rows.Close()
-	out := []store.OAuthGrant{}
-	for rows.Next() {
-		g, err := scanGrant(rows)
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(err)
-	}
-	return out, nil
 }
 
 // ---- policy ----
@@ -663,26 +631,18 @@ func (s *Store) UpdateOAuthPolicy(ctx context.Context, p store.OAuthPolicy) erro
 
 const memberCols = `workspace_id, user_id, role, email, created_at`
 
+func scanMember(r scanner) (store.Member, error) {
+	var m store.Member
+	var created int64
+	if err := r.Scan(&m.WorkspaceID, &m.UserID, &m.Role, &m.Email, &created); err != nil {
+		return store.Member{}, err
+	}
+	m.CreatedAt = fromNanos(created)
+	return m, nil
+}
+
 func (s *Store) listMembers(ctx context.Context, query string, args ...any) ([]store.Member, error) {
-	rows, err := s.read(ctx).query(`SELECT `+memberCols+` FROM members WHERE `+query, args...)
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	defer rows.Close()
-	out := []store.Member{}
-	for rows.Next() {
-		var m store.Member
-		var created int64
-		if err := rows.Scan(&m.WorkspaceID, &m.UserID, &m.Role, &m.Email, &created); err != nil {
-			return nil, s.fail(err)
-		}
-		m.CreatedAt = fromNanos(created)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(err)
-	}
-	return out, nil
+	return queryList(ctx, s, scanMember, `SELECT `+memberCols+` FROM members WHERE `+query, args...)
 }
 
 // ListMembersByEmail implements store.OAuthStore, ordered by workspace then user.

@@ -82,30 +82,11 @@ func (s *Store) GetTokenByHash(ctx context.Context, hash string) (auth.TokenReco
 
 // ListTokens implements auth.TokenStore: newest first; ws "" lists every workspace.
 func (s *Store) ListTokens(ctx context.Context, ws string) ([]auth.TokenRecord, error) {
-	var rows *sql.Rows
-	var err error
 	if ws == "" {
-		rows, err = s.read(ctx).query(`SELECT ` + tokenCols + ` FROM tokens ORDER BY created_at DESC, token_id DESC`)
-	} else {
-		rows, err = s.read(ctx).query(`SELECT `+tokenCols+` FROM tokens WHERE workspace_id = ?
-			ORDER BY created_at DESC, token_id DESC`, ws)
+		return queryList(ctx, s, scanToken, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at DESC, token_id DESC`)
 	}
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	defer rows.Close()
-	out := []auth.TokenRecord{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(err)
-	}
-	return out, nil
+	return queryList(ctx, s, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE workspace_id = ?
+		ORDER BY created_at DESC, token_id DESC`, ws)
 }
 
 // UpdateTokenRevoked implements auth.TokenStore; the first revocation time is kept.

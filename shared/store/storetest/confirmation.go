@@ -9,41 +9,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-// ConfirmationBackend is what a backend under the confirmation suite provides.
-type ConfirmationBackend struct {
-	Queries       store.Queries
-	Confirmations store.Confirmations
-	Lister        store.WorkspaceLister
-}
-
-// RunConfirmations pins down store.Confirmations:
-//   - a workspace's policy is "flag" until set; a set value reads back and a second
-//     set replaces it; either on an unknown workspace is not_found;
-//   - a nonce is consumed once per workspace: the second consumption, and all but
-//     one of many concurrent ones, are store.ErrNonceUsed (a conflict); the same
-//     nonce in another workspace is another nonce;
-//   - an expired nonce does not block a new consumption;
-//   - ListWorkspaces returns every workspace by id with its policy (other tests'
-//     workspaces may be among them), and nothing that is not a workspace.
-func RunConfirmations(t *testing.T, newBackend func(t *testing.T) ConfirmationBackend) {
-	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b ConfirmationBackend)
-	}{
-		{"Policy", testConfirmationPolicy},
-		{"NonceOnce", testNonceOnce},
-		{"NonceConcurrent", testNonceConcurrent},
-		{"NonceExpired", testNonceExpired},
-		{"ListWorkspaces", testListWorkspaces},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, newBackend(t))
-		})
-	}
-}
-
 func testConfirmationPolicy(t *testing.T, b ConfirmationBackend) {
 	ctx := t.Context()
 	ws := newWorkspace(t, b.Queries, "CNF")

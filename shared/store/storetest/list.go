@@ -11,7 +11,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-func testListFilters(t *testing.T, b Backend) {
+func testListIssuesFilters(t *testing.T, b Backend) {
 	ctx, q := t.Context(), b.Queries
 	w := newWorkspace(t, q, "AAC")
 	at := baseTime()
@@ -108,7 +108,7 @@ func walk(t *testing.T, q store.Reader, ws string, f store.IssueFilter) []store.
 	}
 }
 
-func testPagination(t *testing.T, b Backend) {
+func testPagination250(t *testing.T, b Backend) {
 	ctx, q := t.Context(), b.Queries
 	w := newWorkspace(t, q, "PAG")
 	at := baseTime()

@@ -1,9 +1,10 @@
 // Package storetest is the conformance suite every store backend runs: one set of
 // behaviours, written once, so the embedded and the DynamoDB backends cannot drift.
 //
-// A backend's test calls Run with a factory. Every subtest creates its own
-// workspaces and tokens with unique ids, so a factory may hand out one shared table
-// (or file) to all subtests, or a fresh one to each.
+// A backend's test calls Run, and RunOAuth and RunConfirmations if it implements
+// those stores, with a factory. Every subtest creates its own workspaces and tokens
+// with unique ids, so a factory may hand out one shared table (or file) to all
+// subtests, or a fresh one to each.
 //
 // Times passed to the store are whole milliseconds; backends must return them
 // unchanged (compared with time.Equal), in UTC or not.
@@ -38,6 +39,9 @@
 package storetest
 
 import (
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -54,38 +58,99 @@ type Backend struct {
 // once per subtest; it should register its own cleanup with t.Cleanup.
 func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b Backend)
-	}{
-		{"Workspaces", testWorkspaces},
-		{"Members", testMembers},
-		{"Agents", testAgents},
-		{"IssueCreateAndGet", testIssueCreateAndGet},
-		{"IssueUpdate", testIssueUpdate},
-		{"Isolation", testIsolation},
-		{"ListIssuesFilters", testListFilters},
-		{"Pagination250", testPagination},
-		{"CursorValidation", testCursorValidation},
-		{"ConcurrentUpdates", testConcurrentUpdates},
-		{"Comments", testComments},
-		{"Deletes", testDeletes},
-		{"AutopilotRuns", testAutopilotRuns},
-		{"Idempotency", testIdempotency},
-		{"IdempotencyTakeover", testIdempotencyTakeover},
-		{"IdempotencyTakeoverRace", testIdempotencyTakeoverRace},
-		{"IdempotencySettle", testIdempotencySettle},
-		{"Usage", testUsage},
-		{"RateCounters", testRateCounters},
-		{"Tokens", testTokens},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newBackend(t)
-			if b.Queries == nil || b.Tokens == nil {
-				t.Fatal("storetest: backend factory returned a nil Queries or Tokens")
+	run(t, false, newBackend,
+		testWorkspaces, testMembers, testAgents, testIssueCreateAndGet, testIssueUpdate,
+		testIsolation, testListIssuesFilters, testPagination250, testCursorValidation,
+		testConcurrentUpdates, testComments, testDeletes, testAutopilotRuns,
+		testIdempotency, testIdempotencyTakeover, testIdempotencyTakeoverRace,
+		testIdempotencySettle, testUsage, testRateCounters, testTokens)
+}
+
+// OAuthBackend is what RunOAuth needs: the OAuth store, the queries that create the
+// workspaces and members it looks up, and the tokens table that holds access tokens.
+// The three may be one value.
+type OAuthBackend struct {
+	Queries store.Queries
+	Tokens  auth.TokenStore
+	OAuth   store.OAuthStore
+}
+
+// RunOAuth is the conformance suite of store.OAuthStore, and of the OAuth fields of
+// members (Email) and tokens (ClientID, GrantID). newBackend is called once per
+// subtest, and subtests run in parallel. As with Run, every record gets a unique id,
+// so subtests may share a table, with one exception: the OAuth policy is one global
+// record, which only OAuthPolicy writes, and it expects the policy never set
+// when it starts.
+//
+// Points it pins down beyond store.OAuthStore's comments:
+//   - an expired pending request, code or grant, and a client unused for
+//     store.OAuthClientLapse, is not_found for every method (Get, Update, Delete,
+//     Consume, Rotate, Revoke) and absent from lists; creating one already expired
+//     succeeds;
+//   - Create* of a live id (hash for codes) is conflict;
+//   - GetOAuthGrantByRefresh("") is not_found, although an unredeemed grant holds "";
+//   - UpdateOAuthGrantRotate: nil Scopes keeps the grant's scopes; AccessTokenID is
+//     appended once and DropTokenIDs removed; LastUsedAt becomes At and ExpiresAt the
+//     rotation's; the store does not judge narrowing (the server does);
+//   - a revoked grant stays readable (RevokedAt set) and listed until it expires;
+//   - ListOAuthGrants is newest first (created_at, then id);
+//   - e-mails are stored lower-cased (strings.ToLower); "" matches no member;
+//     UpdateMember replaces the e-mail with the record ("" clears it);
+//   - list results are never nil; their order across workspaces is not pinned.
+func RunOAuth(t *testing.T, newBackend func(t *testing.T) OAuthBackend) {
+	t.Helper()
+	// Parallel: nothing is shared, each record has its own id (the policy has one writer).
+	run(t, true, newBackend,
+		testOAuthClients, testOAuthPending, testOAuthPendingSingleUse, testOAuthCodes,
+		testOAuthCodeSingleUse, testOAuthGrantRotation, testOAuthGrantRotationRace,
+		testOAuthGrantRevocation, testOAuthGrantExpiry, testOAuthListGrants, testOAuthPolicy,
+		testOAuthMemberEmail, testOAuthMembersAcrossWorkspaces, testOAuthTokens)
+}
+
+// ConfirmationBackend is what a backend under the confirmation suite provides.
+type ConfirmationBackend struct {
+	Queries       store.Queries
+	Confirmations store.Confirmations
+	Lister        store.WorkspaceLister
+}
+
+// RunConfirmations pins down store.Confirmations:
+//   - a workspace's policy is "flag" until set; a set value reads back and a second
+//     set replaces it; either on an unknown workspace is not_found;
+//   - a nonce is consumed once per workspace: the second consumption, and all but
+//     one of many concurrent ones, are store.ErrNonceUsed (a conflict); the same
+//     nonce in another workspace is another nonce;
+//   - an expired nonce does not block a new consumption;
+//   - ListWorkspaces returns every workspace by id with its policy (other tests'
+//     workspaces may be among them), and nothing that is not a workspace.
+func RunConfirmations(t *testing.T, newBackend func(t *testing.T) ConfirmationBackend) {
+	t.Helper()
+	run(t, false, newBackend,
+		testConfirmationPolicy, testNonceOnce, testNonceConcurrent, testNonceExpired, testListWorkspaces)
+}
+
+// run runs each test against a backend of its own from newBackend, as a subtest
+// named after the function without its "test" prefix (testNonceOnce runs as
+// NonceOnce), so that a name cannot drift from what it runs. B is one of the suites'
+// backend structs, whose fields are all interfaces and must all be set; parallel
+// subtests call t.Parallel first.
+func run[B any](t *testing.T, parallel bool, newBackend func(t *testing.T) B, tests ...func(t *testing.T, b B)) {
+	t.Helper()
+	for _, test := range tests {
+		name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
+		name = strings.TrimPrefix(name[strings.LastIndexByte(name, '.')+1:], "test")
+		t.Run(name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
 			}
-			tc.fn(t, b)
+			b := newBackend(t)
+			v := reflect.ValueOf(b)
+			for i := range v.NumField() {
+				if v.Field(i).IsNil() {
+					t.Fatalf("storetest: the backend factory left %T.%s nil", b, v.Type().Field(i).Name)
+				}
+			}
+			test(t, b)
 		})
 	}
 }
