@@ -253,6 +253,15 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 	if auto != 0 {
 		t.Errorf("the write connection's wal_autocheckpoint is %d, want 0", auto)
 	}
+	var temp int
+	if err := s.tx(t.Context(), func(x q) error {
+		return s.wconn.QueryRowContext(context.Background(), "PRAGMA temp_store").Scan(&temp)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if temp != 2 {
+		t.Errorf("the write connection's temp_store is %d, want 2 (memory: the savepoints' sub-journals)", temp)
+	}
 	size := func() int64 {
 		fi, err := os.Stat(path)
 		if err != nil {
