@@ -37,17 +37,12 @@ func encodeToken(t auth.TokenRecord, n string) item {
 
 func decodeToken(it item) (auth.TokenRecord, error) {
 	d := decoder{it: it}
+	// In encodeToken's order and grouping, so the two read side by side.
 	t := auth.TokenRecord{
-		Hash:        d.str("hash"),
-		TokenID:     d.str("token_id"),
-		Name:        d.str("name"),
-		WorkspaceID: d.str("workspace_id"),
-		UserID:      d.str("user_id"),
-		Scopes:      d.strings("scopes"),
-		CreatedAt:   d.time("created_at"),
-		ExpiresAt:   d.time("expires_at"),
-		ClientID:    d.str("client_id"),
-		GrantID:     d.str("grant_id"),
+		Hash: d.str("hash"), TokenID: d.str("token_id"), Name: d.str("name"),
+		WorkspaceID: d.str("workspace_id"), UserID: d.str("user_id"), Scopes: d.strings("scopes"),
+		CreatedAt: d.time("created_at"), ExpiresAt: d.time("expires_at"),
+		ClientID: d.str("client_id"), GrantID: d.str("grant_id"),
 	}
 	if d.has("revoked_at") {
 		at := d.time("revoked_at")
