@@ -8,12 +8,11 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-// Comment tools: list_comments, comment_issue, delete_comment.
+// Comment tools: list_comments, comment_issue (delete_comment is in delete.go).
 
 func init() {
 	register(30, listCommentsTool)
 	register(70, commentIssueTool)
-	register(110, deleteCommentTool)
 }
 
 func listCommentsTool(Deps) Tool {
@@ -96,30 +95,3 @@ func commentIssue(ctx context.Context, c Call, a commentIssueArgs, q store.Queri
 	}
 	return cm, nil
 }
-
-func deleteCommentTool(Deps) Tool {
-	return deletion[deleteCommentArgs]{
-		idProp:    `"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."}`,
-		deletedID: "Id of the deleted comment.",
-		denied:    "only a workspace admin or the comment's author can delete it",
-		delete:    store.Queries.DeleteComment,
-	}.tool(Tool{
-		Name:  "delete_comment",
-		Title: "Delete comment",
-		Description: prose(`
-			Permanently delete one comment. Destructive: ask the user to confirm first
-			and pass confirm: true only after they agree; without it the call is
-			refused. Only a workspace admin or the comment's author may delete it.
-			Idempotent: repeating the call for an already deleted comment returns the
-			same result.`),
-		Scopes:      []string{"comments:write"},
-		ResourceArg: "comment_id",
-	})
-}
-
-type deleteCommentArgs struct {
-	CommentID string `json:"comment_id"`
-	Confirm   bool   `json:"confirm"` // checked by the guard before the handler runs
-}
-
-func (a deleteCommentArgs) target() string { return a.CommentID }

@@ -7,6 +7,67 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
+// The delete tools: delete_issue and delete_comment.
+
+func init() {
+	register(100, deleteIssueTool)
+	register(110, deleteCommentTool)
+}
+
+func deleteIssueTool(Deps) Tool {
+	return deletion[deleteIssueArgs]{
+		idProp:    issueIDProp,
+		deletedID: "UUID of the deleted issue.",
+		denied:    "only a workspace admin or the issue's creator can delete it",
+		delete:    store.Queries.DeleteIssue,
+	}.tool(Tool{
+		Name:  "delete_issue",
+		Title: "Delete issue",
+		Description: prose(`
+			Permanently delete an issue and all its comments. Destructive: ask the user
+			to confirm first (for example "Delete issue AAC-42?") and pass confirm: true
+			only after they agree; without it the call is refused. Only a workspace
+			admin or the issue's creator may delete it. Idempotent: repeating the call
+			for an already deleted issue returns the same result.`),
+		Scopes:      []string{"issues:write"},
+		ResourceArg: "issue_id",
+	})
+}
+
+type deleteIssueArgs struct {
+	IssueID string `json:"issue_id"`
+	Confirm bool   `json:"confirm"` // checked by the guard before the handler runs
+}
+
+func (a deleteIssueArgs) target() string { return a.IssueID }
+
+func deleteCommentTool(Deps) Tool {
+	return deletion[deleteCommentArgs]{
+		idProp:    `"comment_id": {` + commentIDField + `, "description": "Id of the comment, as list_comments returns it."}`,
+		deletedID: "Id of the deleted comment.",
+		denied:    "only a workspace admin or the comment's author can delete it",
+		delete:    store.Queries.DeleteComment,
+	}.tool(Tool{
+		Name:  "delete_comment",
+		Title: "Delete comment",
+		Description: prose(`
+			Permanently delete one comment. Destructive: ask the user to confirm first
+			and pass confirm: true only after they agree; without it the call is
+			refused. Only a workspace admin or the comment's author may delete it.
+			Idempotent: repeating the call for an already deleted comment returns the
+			same result.`),
+		Scopes:      []string{"comments:write"},
+		ResourceArg: "comment_id",
+	})
+}
+
+type deleteCommentArgs struct {
+	CommentID string `json:"comment_id"`
+	Confirm   bool   `json:"confirm"` // checked by the guard before the handler runs
+}
+
+func (a deleteCommentArgs) target() string { return a.CommentID }
+
 // deletion is what a delete tool states of its own: the schema of the argument that
 // names the item (the tool's ResourceArg), the description of the id the result
 // gives back, mayDelete's refusal, and the store's delete. The rest is the same for

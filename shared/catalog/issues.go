@@ -7,14 +7,14 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
-// Issue tools: list_issues, get_issue, create_issue, update_issue, delete_issue.
+// Issue tools: list_issues, get_issue, create_issue, update_issue (delete_issue is
+// in delete.go).
 
 func init() {
 	register(10, listIssuesTool)
 	register(20, getIssueTool)
 	register(50, createIssueTool)
 	register(60, updateIssueTool)
-	register(100, deleteIssueTool)
 }
 
 func listIssuesTool(Deps) Tool {
@@ -245,30 +245,3 @@ func updateIssue(ctx context.Context, c Call, a updateIssueArgs, q store.Queries
 	}
 	return wireIssue(iss), nil
 }
-
-func deleteIssueTool(Deps) Tool {
-	return deletion[deleteIssueArgs]{
-		idProp:    issueIDProp,
-		deletedID: "UUID of the deleted issue.",
-		denied:    "only a workspace admin or the issue's creator can delete it",
-		delete:    store.Queries.DeleteIssue,
-	}.tool(Tool{
-		Name:  "delete_issue",
-		Title: "Delete issue",
-		Description: prose(`
-			Permanently delete an issue and all its comments. Destructive: ask the user
-			to confirm first (for example "Delete issue AAC-42?") and pass confirm: true
-			only after they agree; without it the call is refused. Only a workspace
-			admin or the issue's creator may delete it. Idempotent: repeating the call
-			for an already deleted issue returns the same result.`),
-		Scopes:      []string{"issues:write"},
-		ResourceArg: "issue_id",
-	})
-}
-
-type deleteIssueArgs struct {
-	IssueID string `json:"issue_id"`
-	Confirm bool   `json:"confirm"` // checked by the guard before the handler runs
-}
-
-func (a deleteIssueArgs) target() string { return a.IssueID }
