@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -28,9 +29,11 @@ func validDate(d string) bool {
 // soak (docs/security.md). The counters are read with the number of flushes they
 // include (usage_watermark.flushes, in the same statement), which says whether the
 // flush under way, if any, is in them; a flush committed since the copy is seen the
-// same way and the copy is taken again. When a queued event was counted before
-// (countedBefore: a retry the flush will drop), or the flush count is unknown, the
-// queue is committed and the range read again, as before.
+// same way and the copy is taken again. A queued event that the counters already
+// count (a retry the flush will drop) is left out, as the flush will do; it is read
+// in the same statement too. Only when the flush count is unknown, or flushes keep
+// committing under three copies in a row, is the queue committed and the range
+// read again, as before.
 func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
 	if !validDate(from) || !validDate(to) {
 		return nil, store.Invalid("dates must be YYYY-MM-DD")
@@ -43,72 +46,76 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 		if !ok {
 			break
 		}
-		rows, flushes, err := s.readUsage(ctx, ws, from, to)
+		rows, flushes, counted, err := s.readUsage(ctx, ws, from, to, eventIDs(v.queued, v.inflight))
 		if err != nil {
 			return nil, err
 		}
-		var events []string
 		switch flushes {
 		case v.flushes: // the flush under way (if any) is not in rows
-			events = append(v.queuedEvents, v.inflightEvents...)
-			rows = mergeUsage(mergeUsage(rows, v.queued), v.inflight)
+			return mergeUsage(mergeUsage(rows, sumUsage(v.queued, counted)), sumUsage(v.inflight, counted)), nil
 		case v.flushes + 1: // it is
-			if len(v.inflightEvents) == 0 && len(v.inflight) == 0 || s.failedSince(v.attempt) {
+			if len(v.inflight) == 0 || s.failedSince(v.attempt) {
 				// Another flush committed since the copy (or the one under way failed
 				// and a later one committed its batch): copy again.
 				continue
 			}
-			events = v.queuedEvents
-			rows = mergeUsage(rows, v.queued)
-		default:
-			continue // flushes committed since the copy: copy again
+			return mergeUsage(rows, sumUsage(v.queued, counted)), nil
 		}
-		again, err := s.countedBefore(ctx, events)
-		if err != nil {
-			return nil, s.fail(err)
-		}
-		if !again {
-			return rows, nil
-		}
-		break
+		// flushes committed since the copy: copy again
 	}
 	// Read your writes: increments this process has accepted are committed first.
 	if err := s.FlushUsage(ctx); err != nil {
 		return nil, s.fail(err)
 	}
-	rows, _, err := s.readUsage(ctx, ws, from, to)
+	rows, _, _, err := s.readUsage(ctx, ws, from, to, nil)
 	return rows, err
 }
 
-// readUsage reads the counters of ws between from and to and, in the same
-// statement (one snapshot), how many usage flushes they include.
-func (s *Store) readUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, int64, error) {
+// readUsage reads, in one statement (one snapshot), the counters of ws between
+// from and to, how many usage flushes they include, and which of events they
+// already count (usage_events: a retry's first copy was committed).
+func (s *Store) readUsage(ctx context.Context, ws, from, to string, events []string) ([]store.UsageRow, int64, map[string]bool, error) {
+	ids := []byte("[]")
+	if len(events) > 0 {
+		var err error
+		if ids, err = json.Marshal(events); err != nil {
+			return nil, 0, nil, err
+		}
+	}
 	rows, err := s.read(ctx).query(`SELECT 0, date, tool, calls, denied, errors FROM usage_daily
 		WHERE workspace_id = ? AND date BETWEEN ? AND ?
 		UNION ALL SELECT 1, '', '', flushes, 0, 0 FROM usage_watermark WHERE id = 1
-		ORDER BY 1, 2, 3`, ws, from, to)
+		UNION ALL SELECT 2, event_id, '', 0, 0, 0 FROM usage_events WHERE event_id IN (SELECT value FROM json_each(?))
+		ORDER BY 1, 2, 3`, ws, from, to, string(ids))
 	if err != nil {
-		return nil, 0, s.fail(err)
+		return nil, 0, nil, s.fail(err)
 	}
 	defer rows.Close()
 	out := []store.UsageRow{}
 	var flushes int64 = -1
+	var counted map[string]bool
 	for rows.Next() {
 		var marker int
 		var r store.UsageRow
 		if err := rows.Scan(&marker, &r.Date, &r.Tool, &r.Calls, &r.Denied, &r.Errors); err != nil {
-			return nil, 0, s.fail(err)
+			return nil, 0, nil, s.fail(err)
 		}
-		if marker == 1 {
+		switch marker {
+		case 1:
 			flushes = r.Calls
-			continue
+		case 2:
+			if counted == nil {
+				counted = map[string]bool{}
+			}
+			counted[r.Date] = true
+		default:
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, s.fail(err)
+		return nil, 0, nil, s.fail(err)
 	}
-	return out, flushes, nil
+	return out, flushes, counted, nil
 }
 
 // mergeUsage adds queued (per date and tool) to rows, keeping rows' order (date,

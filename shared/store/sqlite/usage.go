@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -411,20 +410,19 @@ func applyUsage(x q, now time.Time, reqs []pendingUsage) (int, error) {
 	return counted, nil
 }
 
-// usageView is what ListUsage holds in memory beside the counters: the increments
-// queued and those of the flush under way (if any), summed per day and tool for
-// one workspace and range, with their event ids and the flush count that tells
-// which of them the counters include.
+// usageView is what ListUsage holds in memory beside the counters: copies of the
+// increments queued and of those in the flush under way (if any) for one workspace
+// and range, each event once, with the flush count that tells which of them the
+// counters include.
 type usageView struct {
-	queued, inflight map[[2]string]store.UsageRow
-	queuedEvents     []string // of queued and, unless committed, inflight: see countedBefore
-	inflightEvents   []string
+	queued, inflight []pendingUsage
 	flushes          int64 // the counters' flushes value if inflight is not committed
 	attempt          int64 // the flush attempt inflight belongs to
 }
 
 // viewUsage copies what the counters may lack; ok is false when this process does
-// not know the counters' flush count (after a failed flush).
+// not know the counters' flush count (after a failed flush). The lock is held only
+// to copy: every call queues its increment under it.
 func (s *Store) viewUsage(ws, from, to string) (v usageView, ok bool) {
 	u := &s.usage
 	u.mu.Lock()
@@ -433,8 +431,8 @@ func (s *Store) viewUsage(ws, from, to string) (v usageView, ok bool) {
 		return v, false
 	}
 	seen := map[string]bool{}
-	sum := func(batch []pendingUsage, events *[]string) map[[2]string]store.UsageRow {
-		rows := map[[2]string]store.UsageRow{}
+	pick := func(batch []pendingUsage) []pendingUsage {
+		var out []pendingUsage
 		for _, p := range batch {
 			if p.u.WorkspaceID != ws || p.u.Date < from || p.u.Date > to {
 				continue
@@ -444,40 +442,49 @@ func (s *Store) viewUsage(ws, from, to string) (v usageView, ok bool) {
 					continue // a retried increment: the flush counts it once
 				}
 				seen[id] = true
-				*events = append(*events, id)
 			}
-			k := [2]string{p.u.Date, p.u.Tool}
-			r := rows[k]
-			r.Date, r.Tool = p.u.Date, p.u.Tool
-			r.Calls++
-			r.Denied += int64(p.denied)
-			r.Errors += int64(p.errs)
-			rows[k] = r
+			out = append(out, p)
 		}
-		return rows
+		return out
 	}
-	v.inflight = sum(u.inflight, &v.inflightEvents)
-	v.queued = sum(u.pending, &v.queuedEvents)
+	v.inflight = pick(u.inflight)
+	v.queued = pick(u.pending)
 	v.flushes = u.flushes
 	v.attempt = u.attempts
 	return v, true
 }
 
-// countedBefore reports whether any of events was committed already (a retried
-// increment whose first copy was flushed): the flush will drop it, so ListUsage
-// must not add it either.
-func (s *Store) countedBefore(ctx context.Context, events []string) (bool, error) {
-	if len(events) == 0 {
-		return false, nil
+// eventIDs lists the event ids of the increments in batches.
+func eventIDs(batches ...[]pendingUsage) []string {
+	var ids []string
+	for _, b := range batches {
+		for _, p := range b {
+			if p.u.EventID != "" {
+				ids = append(ids, p.u.EventID)
+			}
+		}
 	}
-	ids, err := json.Marshal(events)
-	if err != nil {
-		return false, err
+	return ids
+}
+
+// sumUsage adds up batch per day and tool, leaving out the events in counted:
+// retries whose first copy a flush already committed, which the flush of this copy
+// will drop.
+func sumUsage(batch []pendingUsage, counted map[string]bool) map[[2]string]store.UsageRow {
+	rows := map[[2]string]store.UsageRow{}
+	for _, p := range batch {
+		if counted[p.u.EventID] {
+			continue
+		}
+		k := [2]string{p.u.Date, p.u.Tool}
+		r := rows[k]
+		r.Date, r.Tool = p.u.Date, p.u.Tool
+		r.Calls++
+		r.Denied += int64(p.denied)
+		r.Errors += int64(p.errs)
+		rows[k] = r
 	}
-	var n int
-	err = s.read(ctx).queryRow(`SELECT count(*) FROM usage_events WHERE event_id IN (SELECT value FROM json_each(?))`,
-		string(ids)).Scan(&n)
-	return n > 0, err
+	return rows
 }
 
 // failedSince reports whether a flush failed since attempt began (its batch then
