@@ -27,6 +27,7 @@ var (
 	clientsFlag = flag.Int("clients", envInt("AACMCP_LOAD_CLIENTS", 20), "concurrent clients (env AACMCP_LOAD_CLIENTS)")
 	callsFlag   = flag.Int("calls", envInt("AACMCP_LOAD_CALLS", 2000), "calls in total (env AACMCP_LOAD_CALLS)")
 	seedFlag    = flag.Uint64("seed", uint64(envInt("AACMCP_LOAD_SEED", 1)), "workload seed (env AACMCP_LOAD_SEED)")
+	summaryFlag = flag.String("summary", "", "write TestLoadConsistency's figures to this JSON file once every check passed (make bench reads it)")
 )
 
 func envInt(name string, def int) int {
@@ -76,6 +77,9 @@ func TestLoadConsistency(t *testing.T) {
 	t.Logf("%d clients, %s in %v (%.0f calls/s); latency %s", clients, f, elapsed.Round(time.Millisecond),
 		float64(f.calls)/elapsed.Seconds(), latencySummary(wl.calls))
 	t.Logf("latency by tool:\n%s", toolLatencies(wl.calls))
+	if *summaryFlag != "" && !t.Failed() {
+		writeSummary(t, *summaryFlag, clients, f.calls, elapsed, wl.calls)
+	}
 }
 
 func TestCrashRecovery(t *testing.T) {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/test/load/server"
@@ -547,35 +549,94 @@ func tailSummary(sorted []call) string {
 		100*float64(writes)/float64(len(sorted)), strings.Join(parts, ", "))
 }
 
-// toolLatencies is a table of each tool's answered calls and their latency
-// quantiles, slowest p95 first: which tools make the soak's p95 and p99.
-func toolLatencies(calls []call) string {
-	byTool := map[string][]time.Duration{}
+// toolLatency is one tool's answered calls and their latency quantiles.
+type toolLatency struct {
+	Tool  string  `json:"tool"`
+	Calls int     `json:"calls"`
+	P50   float64 `json:"p50_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+}
+
+// byTool is every tool's toolLatency, slowest p95 first: which tools make the
+// soak's p95 and p99.
+func byTool(calls []call) []toolLatency {
+	lat := map[string][]time.Duration{}
 	for _, c := range calls {
 		if c.Responded {
-			byTool[c.Tool] = append(byTool[c.Tool], c.Latency)
+			lat[c.Tool] = append(lat[c.Tool], c.Latency)
 		}
 	}
-	type row struct {
-		tool          string
-		n             int
-		p50, p95, p99 time.Duration
-	}
-	var rows []row
-	for t, ls := range byTool {
+	var rows []toolLatency
+	for t, ls := range lat {
 		slices.Sort(ls)
-		q := func(p float64) time.Duration {
-			return ls[min(len(ls)-1, int(p*float64(len(ls))))].Round(100 * time.Microsecond)
-		}
-		rows = append(rows, row{t, len(ls), q(0.50), q(0.95), q(0.99)})
+		q := func(p float64) float64 { return ms(ls[min(len(ls)-1, int(p*float64(len(ls))))]) }
+		rows = append(rows, toolLatency{t, len(ls), q(0.50), q(0.95), q(0.99)})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].p95 > rows[j].p95 })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].P95 > rows[j].P95 })
+	return rows
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// toolLatencies is byTool as a table for the log.
+func toolLatencies(calls []call) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-24s %6s %10s %10s %10s\n", "tool", "calls", "p50", "p95", "p99")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "%-24s %6d %10v %10v %10v\n", r.tool, r.n, r.p50, r.p95, r.p99)
+	for _, r := range byTool(calls) {
+		fmt.Fprintf(&b, "%-24s %6d %9.1fms %9.1fms %9.1fms\n", r.Tool, r.Calls, r.P50, r.P95, r.P99)
 	}
 	return b.String()
+}
+
+// summary is what -summary writes: the run's figures, for make bench's report.
+type summary struct {
+	Clients       int           `json:"clients"`
+	Calls         int           `json:"calls"`
+	Seconds       float64       `json:"seconds"`
+	CallsPerSec   float64       `json:"calls_per_second"`
+	P50           float64       `json:"p50_ms"`
+	P95           float64       `json:"p95_ms"`
+	P99           float64       `json:"p99_ms"`
+	Max           float64       `json:"max_ms"`
+	SlowestWrites float64       `json:"slowest_1pct_writes_share"`
+	Tools         []toolLatency `json:"tools"`
+}
+
+func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Duration, calls []call) {
+	t.Helper()
+	var ans []call
+	for _, c := range calls {
+		if c.Responded {
+			ans = append(ans, c)
+		}
+	}
+	if len(ans) == 0 {
+		t.Fatal("no answered calls to summarize")
+	}
+	sort.Slice(ans, func(i, j int) bool { return ans[i].Latency < ans[j].Latency })
+	q := func(p float64) float64 { return ms(ans[min(len(ans)-1, int(p*float64(len(ans))))].Latency) }
+	tail := ans[len(ans)-max(1, len(ans)/100):]
+	writes := 0
+	for _, c := range tail {
+		if writeTools[c.Tool] {
+			writes++
+		}
+	}
+	s := summary{
+		Clients: clients, Calls: made, Seconds: elapsed.Seconds(),
+		CallsPerSec: float64(made) / elapsed.Seconds(),
+		P50:         q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),
+		SlowestWrites: float64(writes) / float64(len(tail)),
+		Tools:         byTool(calls),
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writeTools are the tools that write (every other tool of the workload only reads).

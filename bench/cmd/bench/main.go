@@ -54,7 +54,7 @@ type binaries struct {
 	mcpLambdaArm, bareLambdaArm  string // arm64, for the size goal
 }
 
-var sections = []string{"throughput", "scale", "handler", "coldstart", "writes", "roundtrips", "audit"}
+var sections = []string{"throughput", "scale", "handler", "coldstart", "writes", "roundtrips", "audit", "soak"}
 
 func main() {
 	var o options
@@ -125,6 +125,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		{"writes", b.writes},
 		{"roundtrips", b.roundTrips},
 		{"audit", b.auditQueries},
+		{"soak", b.soak},
 	}
 	for _, s := range steps {
 		if !b.enabled(s.name) {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/aacworkflow/aacmcp/bench/report"
+)
+
+// Issue 17's tail goals, which are absolute: make soak's load on this machine.
+const (
+	soakClients       = 200
+	soakCalls         = 20000
+	soakMinThroughput = 4208 // calls/s: the soak's throughput when the goals were set
+	soakMaxP95        = 60.0 // ms
+	soakMaxP99        = 200.0
+)
+
+// soakSummary is what test/load writes with -summary.
+type soakSummary struct {
+	Clients       int     `json:"clients"`
+	Calls         int     `json:"calls"`
+	Seconds       float64 `json:"seconds"`
+	CallsPerSec   float64 `json:"calls_per_second"`
+	P50           float64 `json:"p50_ms"`
+	P95           float64 `json:"p95_ms"`
+	P99           float64 `json:"p99_ms"`
+	Max           float64 `json:"max_ms"`
+	SlowestWrites float64 `json:"slowest_1pct_writes_share"`
+	Tools         []struct {
+		Tool  string  `json:"tool"`
+		Calls int     `json:"calls"`
+		P50   float64 `json:"p50_ms"`
+		P95   float64 `json:"p95_ms"`
+		P99   float64 `json:"p99_ms"`
+	} `json:"tools"`
+}
+
+// soak runs make soak's load test (test/load TestLoadConsistency: a built aacmcp
+// serve, every consistency check) once and reports its figures.
+func (b *bench) soak(ctx context.Context) error {
+	out := filepath.Join(b.work, "soak.json")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "20m", "-run", "^TestLoadConsistency$", "./test/load",
+		"-args", "-clients", fmt.Sprint(soakClients), "-calls", fmt.Sprint(soakCalls), "-summary", out)
+	cmd.Dir = b.root
+	cmd.Env = os.Environ()
+	if log, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("the soak's load test failed: %w\n%s", err, log)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	var s soakSummary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	const why = "see section 8 and docs/security.md: the server and the load generator share the 2 cores; " +
+		"each write transaction of a call is one more wait for the CPU"
+	b.addGoal("8. soak throughput (make soak's load, absolute)", fmt.Sprintf(">= %d calls/s", soakMinThroughput),
+		fmt.Sprintf("%.0f calls/s", s.CallsPerSec), s.CallsPerSec >= soakMinThroughput, why)
+	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", s.P95), s.P95 <= soakMaxP95, why)
+	b.addGoal("8. soak p99 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP99), fmt.Sprintf("%.1f ms", s.P99), s.P99 <= soakMaxP99, why)
+
+	sec := report.Section{
+		Title: fmt.Sprintf("8. The soak's load: %d clients, %d mixed calls", s.Clients, s.Calls),
+		Text: []string{
+			"One run of `make soak`'s load test (test/load `TestLoadConsistency`): a built `aacmcp serve` on its own " +
+				"data folder, three workspaces, tokens of every role, all eleven tools over both transports, two thirds " +
+				"of the calls writes and a share that must be refused, each of the clients calling again as soon as it " +
+				"is answered; the run counts only if every consistency check passes (one audit record per call, " +
+				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, issue 17 " +
+				"states these goals as absolute figures on this machine, so they move with its load: " +
+				"docs/security.md gives several runs.",
+			fmt.Sprintf("%.0f calls/s over %.1f s; latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; "+
+				"%.0f%% of the slowest 1%% were writes.", s.CallsPerSec, s.Seconds, s.P50, s.P95, s.P99, s.Max, 100*s.SlowestWrites),
+		},
+		Table: report.Table{Header: []string{"tool", "calls", "p50", "p95", "p99"}},
+	}
+	for _, t := range s.Tools {
+		sec.Table.Rows = append(sec.Table.Rows, []string{t.Tool, fmt.Sprint(t.Calls),
+			fmt.Sprintf("%.1f ms", t.P50), fmt.Sprintf("%.1f ms", t.P95), fmt.Sprintf("%.1f ms", t.P99)})
+	}
+	b.rep.Sections = append(b.rep.Sections, sec)
+	return nil
+}
