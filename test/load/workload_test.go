@@ -549,29 +549,20 @@ func tailSummary(sorted []call) string {
 		100*float64(writes)/float64(len(sorted)), strings.Join(parts, ", "))
 }
 
-// toolLatency is one tool's answered calls and their latency quantiles.
-type toolLatency struct {
-	Tool  string  `json:"tool"`
-	Calls int     `json:"calls"`
-	P50   float64 `json:"p50_ms"`
-	P95   float64 `json:"p95_ms"`
-	P99   float64 `json:"p99_ms"`
-}
-
 // byTool is every tool's toolLatency, slowest p95 first: which tools make the
 // soak's p95 and p99.
-func byTool(calls []call) []toolLatency {
+func byTool(calls []call) []server.ToolLatency {
 	lat := map[string][]time.Duration{}
 	for _, c := range calls {
 		if c.Responded {
 			lat[c.Tool] = append(lat[c.Tool], c.Latency)
 		}
 	}
-	var rows []toolLatency
+	var rows []server.ToolLatency
 	for t, ls := range lat {
 		slices.Sort(ls)
 		q := func(p float64) float64 { return ms(ls[min(len(ls)-1, int(p*float64(len(ls))))]) }
-		rows = append(rows, toolLatency{t, len(ls), q(0.50), q(0.95), q(0.99)})
+		rows = append(rows, server.ToolLatency{Tool: t, Calls: len(ls), P50: q(0.50), P95: q(0.95), P99: q(0.99)})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].P95 > rows[j].P95 })
 	return rows
@@ -587,20 +578,6 @@ func toolLatencies(calls []call) string {
 		fmt.Fprintf(&b, "%-24s %6d %9.1fms %9.1fms %9.1fms\n", r.Tool, r.Calls, r.P50, r.P95, r.P99)
 	}
 	return b.String()
-}
-
-// summary is what -summary writes: the run's figures, for make bench's report.
-type summary struct {
-	Clients       int           `json:"clients"`
-	Calls         int           `json:"calls"`
-	Seconds       float64       `json:"seconds"`
-	CallsPerSec   float64       `json:"calls_per_second"`
-	P50           float64       `json:"p50_ms"`
-	P95           float64       `json:"p95_ms"`
-	P99           float64       `json:"p99_ms"`
-	Max           float64       `json:"max_ms"`
-	SlowestWrites float64       `json:"slowest_1pct_writes_share"`
-	Tools         []toolLatency `json:"tools"`
 }
 
 func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Duration, calls []call) {
@@ -623,7 +600,7 @@ func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Dur
 			writes++
 		}
 	}
-	s := summary{
+	s := server.Summary{
 		Clients: clients, Calls: made, Seconds: elapsed.Seconds(),
 		CallsPerSec: float64(made) / elapsed.Seconds(),
 		P50:         q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),

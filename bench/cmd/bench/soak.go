@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/aacworkflow/aacmcp/bench/report"
+	"github.com/aacworkflow/aacmcp/test/load/server"
 )
 
 // Issue 17's tail goals, which are absolute: make soak's load on this machine.
@@ -19,26 +20,6 @@ const (
 	soakMaxP95        = 60.0 // ms
 	soakMaxP99        = 200.0
 )
-
-// soakSummary is what test/load writes with -summary.
-type soakSummary struct {
-	Clients       int     `json:"clients"`
-	Calls         int     `json:"calls"`
-	Seconds       float64 `json:"seconds"`
-	CallsPerSec   float64 `json:"calls_per_second"`
-	P50           float64 `json:"p50_ms"`
-	P95           float64 `json:"p95_ms"`
-	P99           float64 `json:"p99_ms"`
-	Max           float64 `json:"max_ms"`
-	SlowestWrites float64 `json:"slowest_1pct_writes_share"`
-	Tools         []struct {
-		Tool  string  `json:"tool"`
-		Calls int     `json:"calls"`
-		P50   float64 `json:"p50_ms"`
-		P95   float64 `json:"p95_ms"`
-		P99   float64 `json:"p99_ms"`
-	} `json:"tools"`
-}
 
 // soak runs make soak's load test (test/load TestLoadConsistency: a built aacmcp
 // serve, every consistency check) once and reports its figures.
@@ -55,7 +36,7 @@ func (b *bench) soak(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var s soakSummary
+	var s server.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fmt.Errorf("%s: %w", out, err)
 	}

@@ -1,0 +1,27 @@
+package server
+
+// Summary is what the load test writes with -summary once every check has passed,
+// and what make bench reads for its report (bench/cmd/bench soak.go): one run's
+// figures. Latencies are in milliseconds.
+type Summary struct {
+	Clients     int     `json:"clients"`
+	Calls       int     `json:"calls"`
+	Seconds     float64 `json:"seconds"`
+	CallsPerSec float64 `json:"calls_per_second"`
+	P50         float64 `json:"p50_ms"`
+	P95         float64 `json:"p95_ms"`
+	P99         float64 `json:"p99_ms"`
+	Max         float64 `json:"max_ms"`
+	// SlowestWrites is the share of writes among the slowest 1% of the calls.
+	SlowestWrites float64       `json:"slowest_1pct_writes_share"`
+	Tools         []ToolLatency `json:"tools"` // slowest p95 first
+}
+
+// ToolLatency is one tool's answered calls and their latency quantiles.
+type ToolLatency struct {
+	Tool  string  `json:"tool"`
+	Calls int     `json:"calls"`
+	P50   float64 `json:"p50_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+}
