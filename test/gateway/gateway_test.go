@@ -1,4 +1,8 @@
-package gateway_test
+// Package gateway tests `aacmcp gateway` (shared/gateway) with the real functions
+// in process behind it: the MCP and authorizer functions built as their main builds
+// them, against the emulators. It lives under test/ because nothing under shared/
+// imports a function's package, tests included.
+package gateway
 
 import (
 	"bytes"
