@@ -4,9 +4,11 @@
 //
 // Throughput comes from splitting connections: all writes go through one connection
 // (SQLite admits one writer at a time anyway; queueing in Go is cheaper than spinning
-// on SQLITE_BUSY) with BEGIN IMMEDIATE, so a transaction that reads then writes never
-// fails to upgrade its lock; reads use a pool of query-only connections that WAL lets
-// run beside the writer. Statements are prepared once per connection and reused.
+// on SQLITE_BUSY), owned by one goroutine that commits the transactions queued
+// together (writer.go), with BEGIN IMMEDIATE, so a transaction that reads then writes
+// never fails to upgrade its lock; reads use a pool of query-only connections that WAL
+// lets run beside the writer, and checkpoints run on a connection of their own
+// (checkpoint.go). Statements are prepared once per connection and reused.
 // busy_timeout covers other processes on the same file (the CLI beside `serve`).
 package sqlite
 
