@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -227,7 +228,7 @@ func (s *Store) runJob(j *job) (err error, lost bool) {
 	if _, err := sp.exec("SAVEPOINT job"); err != nil {
 		return s.fail(err), true
 	}
-	ferr := j.fn(q{ctx: context.WithoutCancel(j.ctx), c: s.wstmts})
+	ferr := s.call(j)
 	if ferr == nil {
 		if _, err := sp.exec("RELEASE job"); err != nil {
 			return s.fail(err), true
@@ -259,6 +260,19 @@ func (s *Store) rollback(ctx context.Context) {
 	_ = s.wconn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = s.wconn.Close()
 	s.wconn, s.wstmts = nil, nil
+}
+
+// call runs the job's function. A panic in it fails that job alone, as an error
+// the guard answers as internal_error: it runs on the writer goroutine, where an
+// unrecovered panic would stop every write of the process, not just this call.
+func (s *Store) call(j *job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.ErrorContext(j.ctx, "sqlite: panic in a write transaction", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("sqlite: panic in a write transaction: %v", r)
+		}
+	}()
+	return j.fn(q{ctx: context.WithoutCancel(j.ctx), c: s.wstmts})
 }
 
 // closeConn closes the write connection and the statements prepared on it.

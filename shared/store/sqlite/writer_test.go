@@ -172,6 +172,48 @@ func TestGroupCommitSurvivesALostTransaction(t *testing.T) {
 	}
 }
 
+// TestPanicFailsOnlyItsTransaction: a panic in a transaction's function (a bug)
+// fails that call and undoes its writes; the writer goes on with the others.
+func TestPanicFailsOnlyItsTransaction(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	seedWorkspace(t, s, "ws")
+	before := countRows(t, s, "agents")
+	release := hold(t, s)
+	insert := func(id string) func(q) error {
+		return func(x q) error {
+			_, err := x.exec(`INSERT INTO agents (workspace_id, id, name, created_at) VALUES ('ws', ?, ?, 0)`, id, id)
+			return err
+		}
+	}
+	errs := make(chan error, 2)
+	go func() {
+		errs <- s.tx(t.Context(), func(x q) error {
+			if err := insert("panicked")(x); err != nil {
+				return err
+			}
+			panic("a bug in a store method")
+		})
+	}()
+	waitQueued(t, s, 1)
+	go func() { errs <- s.tx(t.Context(), insert("fine")) }()
+	waitQueued(t, s, 2)
+	release()
+	var failed, ok int
+	for range 2 {
+		if err := <-errs; err != nil {
+			failed++
+		} else {
+			ok++
+		}
+	}
+	if failed != 1 || ok != 1 {
+		t.Errorf("%d transactions failed and %d succeeded, want 1 and 1", failed, ok)
+	}
+	if got := countRows(t, s, "agents") - before; got != 1 {
+		t.Errorf("%d agents committed, want only the one of the transaction that did not panic", got)
+	}
+}
+
 // TestQueuedWriteGivesUpWithItsContext: a caller whose context ends while its
 // transaction waits in the queue gets the context's error, and it never runs.
 func TestQueuedWriteGivesUpWithItsContext(t *testing.T) {
