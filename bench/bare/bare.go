@@ -55,12 +55,7 @@ func (s *Server) Handler() http.Handler {
 		mcp.WithString("issue_id", mcp.Required())), s.getIssue)
 	m.AddTool(ro("list_issues", "List issues, most recently updated first.",
 		mcp.WithNumber("limit")), s.listIssues)
-	return server.NewStreamableHTTPServer(m,
-		server.WithStateLess(true),
-		server.WithEndpointPath("/mcp"),
-		server.WithDisableStreaming(true),
-		server.WithDisableLocalhostProtection(true),
-	)
+	return Transport(m)
 }
 
 func (s *Server) getIssue(_ context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	_ "modernc.org/sqlite" // the driver aacmcp's store uses
 
+	"github.com/aacworkflow/aacmcp/bench/bare"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -134,12 +135,7 @@ func (s *Server) Handler() http.Handler {
 	m.AddTool(mcp.NewTool("create_issue", mcp.WithString("title", mcp.Required()), mcp.WithArray("labels")), s.createIssue)
 	m.AddTool(mcp.NewTool("update_issue", mcp.WithString("issue_id", mcp.Required()), mcp.WithString("title"), mcp.WithString("status")), s.updateIssue)
 	m.AddTool(mcp.NewTool("comment_issue", mcp.WithString("issue_id", mcp.Required()), mcp.WithString("body", mcp.Required())), s.commentIssue)
-	return server.NewStreamableHTTPServer(m,
-		server.WithStateLess(true),
-		server.WithEndpointPath("/mcp"),
-		server.WithDisableStreaming(true),
-		server.WithDisableLocalhostProtection(true),
-	)
+	return bare.Transport(m)
 }
 
 func (s *Server) createIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {

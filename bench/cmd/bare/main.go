@@ -9,12 +9,8 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/aacworkflow/aacmcp/bench/bare"
 	"github.com/aacworkflow/aacmcp/bench/peerfile"
@@ -35,11 +31,5 @@ func run(addr, file string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: bare.New(data.Workspace, data.Issues).Handler(), ReadHeaderTimeout: 10 * time.Second}
-	return srv.Serve(ln)
+	return bare.Serve(addr, bare.New(data.Workspace, data.Issues).Handler())
 }

@@ -13,11 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
+	"github.com/aacworkflow/aacmcp/bench/bare"
 	"github.com/aacworkflow/aacmcp/bench/barewrite"
 	"github.com/aacworkflow/aacmcp/bench/peerfile"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -52,11 +50,5 @@ func run(addr, file, db, user string) error {
 		return err
 	}
 	defer s.Close()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	return srv.Serve(ln)
+	return bare.Serve(addr, s.Handler())
 }
