@@ -183,7 +183,7 @@ func cloneValues(v url.Values) url.Values {
 // already queued; later ones fail.
 func (s *Store) Close() error {
 	usageErr := s.stopUsage()
-	werr, first := s.stopWriter()
+	first, werr := s.stopWriter()
 	if !first {
 		return nil
 	}

@@ -66,13 +66,13 @@ func (s *Store) startWriter() {
 
 // stopWriter runs what is already queued, closes the write connection and ends the
 // loop. first is false for every call after the first (which does the work).
-func (s *Store) stopWriter() (err error, first bool) {
+func (s *Store) stopWriter() (first bool, err error) {
 	s.w.stopOnce.Do(func() {
 		first = true
 		close(s.w.quit)
 		<-s.w.done
 	})
-	return s.w.err, first
+	return first, s.w.err
 }
 
 // tx runs fn in a write transaction and returns once it is committed or undone.
@@ -173,7 +173,7 @@ func (s *Store) runBatch(batch []*job) {
 		if started[i] = j.state.CompareAndSwap(jobQueued, jobRunning); !started[i] {
 			continue
 		}
-		err, lost := s.runJob(j)
+		lost, err := s.runJob(j)
 		results[i] = err
 		if !lost {
 			ran = ran || err == nil
@@ -223,25 +223,25 @@ func (s *Store) begin(ctx context.Context) error {
 
 // runJob runs one job inside its own savepoint. lost reports that the enclosing
 // transaction is no longer usable (a savepoint statement failed).
-func (s *Store) runJob(j *job) (err error, lost bool) {
+func (s *Store) runJob(j *job) (lost bool, err error) {
 	sp := q{ctx: context.Background(), c: s.wstmts}
 	if _, err := sp.exec("SAVEPOINT job"); err != nil {
-		return s.fail(err), true
+		return true, s.fail(err)
 	}
 	ferr := s.call(j)
 	if ferr == nil {
 		if _, err := sp.exec("RELEASE job"); err != nil {
-			return s.fail(err), true
+			return true, s.fail(err)
 		}
-		return nil, false
+		return false, nil
 	}
 	if _, err := sp.exec("ROLLBACK TO job"); err != nil {
-		return s.fail(ferr), true
+		return true, s.fail(ferr)
 	}
 	if _, err := sp.exec("RELEASE job"); err != nil {
-		return s.fail(ferr), true
+		return true, s.fail(ferr)
 	}
-	return s.fail(ferr), false
+	return false, s.fail(ferr)
 }
 
 // rollback ends a failed transaction. If that fails too (SQLite may already have
