@@ -83,8 +83,10 @@ func IsMetadataURL(clientID string) bool {
 	}
 	for seg := range strings.SplitSeq(p[1:], "/") {
 		// %2E is an unreserved character percent-encoded; RFC 3986 §6.2.2.2 normalises it
-		// to ".", so "%2e%2E" is a dot segment too.
-		if s, err := url.PathUnescape(seg); err != nil || s == "." || s == ".." {
+		// to ".", so "%2e%2E" is a dot segment too. An encoded slash (%2F) is refused
+		// outright: it is not a segment boundary to RFC 3986 but is one to servers that
+		// decode it, so "/%2f%2E" would be a dot segment to them.
+		if s, err := url.PathUnescape(seg); err != nil || s == "." || s == ".." || strings.ContainsRune(s, '/') {
 			return false
 		}
 	}

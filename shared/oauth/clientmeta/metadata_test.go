@@ -32,6 +32,10 @@ var metadataURLCases = []struct {
 	{"https://app.example.com/a/..", false},
 	{"https://app.example.com/a/%2e%2E/client", false},
 	{"https://app.example.com/%2E/client", false},
+	// An encoded slash: "/%2f%2E" is one segment to RFC 3986 but "//." to a server
+	// that decodes it (found by FuzzIsMetadataURL).
+	{"https://0/%2f%2E", false},
+	{"https://app.example.com/a%2Fb/client", false},
 	{"https://app.example.com/a/.../client", true},
 	{"https://app.example.com/a b", false},
 	{"https://app.example.com/a\\b", false},
