@@ -119,7 +119,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		return store.Comment{}, store.Invalid("comment id is too long")
 	}
 	c := store.Comment{ID: in.ID, Author: in.Author, Body: in.Body, CreatedAt: s.orNow(in.CreatedAt)}
-	err := s.write(ctx, func(x q) error {
+	err := s.writeIssues(ctx, func(x q) error {
 		is, _, err := getIssue(x, ws, issueIDOrKey)
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow s
 	var out store.DeleteResult
 	var refused error
 	allow = keepRefusal(allow, &refused)
-	err := s.write(ctx, func(x q) error {
+	err := s.writeIssues(ctx, func(x q) error {
 		var issueID, author string
 		err := x.queryRow(`SELECT issue_id, author FROM comments WHERE workspace_id = ? AND id = ?`, ws, commentID).Scan(&issueID, &author)
 		if errors.Is(err, sql.ErrNoRows) {

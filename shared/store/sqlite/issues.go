@@ -67,7 +67,7 @@ func getIssue(x q, ws, idOrKey string) (store.Issue, int64, error) {
 
 // GetIssue implements store.Reader.
 func (s *Store) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, error) {
-	g, use := s.cacheSnapshot()
+	g, use := s.issueSnapshot()
 	if use {
 		if is, ok := s.cache.issue(g, cacheKey{ws, idOrKey}); ok {
 			return is, nil
@@ -196,7 +196,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		return store.Issue{}, err
 	}
 	is := in.Issue(created)
-	err = s.write(ctx, func(x q) error {
+	err = s.writeIssues(ctx, func(x q) error {
 		var seq int64
 		var prefix string
 		err := x.queryRow(`UPDATE workspaces SET issue_seq = issue_seq + 1 WHERE id = ? RETURNING issue_seq, key`, ws).
@@ -241,7 +241,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.IssuePatch) (store.Issue, bool, error) {
 	var out store.Issue
 	var changed bool
-	err := s.write(ctx, func(x q) error {
+	err := s.writeIssues(ctx, func(x q) error {
 		cur, _, err := getIssue(x, ws, idOrKey)
 		if err != nil {
 			return err
@@ -304,7 +304,7 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	var out store.DeleteResult
 	var refused error
 	allow = keepRefusal(allow, &refused)
-	err := s.write(ctx, func(x q) error {
+	err := s.writeIssues(ctx, func(x q) error {
 		cur, seq, err := getIssue(x, ws, idOrKey)
 		if errors.Is(err, store.ErrNotFound) {
 			out, err = allow.Replay(s.issueTombstone(x, ws, idOrKey))

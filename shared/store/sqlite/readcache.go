@@ -33,9 +33,17 @@ const (
 )
 
 // readCache holds members and issues tagged with the generation they were read in.
-// gen moves after every write transaction that may touch them and around every
-// external writer's session; an entry is good only while gen still equals its tag,
-// so a write makes every older entry a miss at once, without walking the maps.
+// A generation moves after every write transaction that may touch what it covers and
+// around every external writer's session; an entry is good only while its
+// generation still equals its tag, so a write makes every older entry a miss at
+// once, without walking the maps.
+//
+// Members and issues have a generation each. Issue writes are most of a busy
+// server's transactions (one every few hundred microseconds in make soak); with one
+// generation for both, each of them also dropped every member, and the member read
+// that every call makes went back to SQLite nearly always. Only writes that may
+// touch members move memberGen (Store.write); the issue-side writes move gen alone
+// (Store.writeIssues).
 //
 // A read snapshots gen before it reads the database and tags what it read with that
 // snapshot: if a write commits meanwhile, gen moves after the commit and the entry,
@@ -43,10 +51,11 @@ const (
 // between a commit and the move of gen, is a read that ran concurrently with that
 // write, which may see either.
 type readCache struct {
-	gen      atomic.Uint64
-	external atomic.Int32 // external writer sessions open: read the database, fill nothing
-	max      int          // entries per map
-	maxBytes int          // issueBytes bound
+	gen       atomic.Uint64 // issues
+	memberGen atomic.Uint64
+	external  atomic.Int32 // external writer sessions open: read the database, fill nothing
+	max       int          // entries per map
+	maxBytes  int          // issueBytes bound
 
 	mu         sync.RWMutex
 	members    map[cacheKey]cachedMember
@@ -75,14 +84,21 @@ func newReadCache(max, maxBytes int) *readCache {
 // writer's session is open (then nothing is served from memory or stored in it).
 // gen is read first: a session that opens after that moves gen, so whatever this
 // read stores is never served.
-func (c *readCache) snapshot() (uint64, bool) {
-	g := c.gen.Load()
+func (c *readCache) snapshot(gen *atomic.Uint64) (uint64, bool) {
+	g := gen.Load()
 	return g, c.external.Load() == 0
 }
 
-// invalidate ends the generation: called after every write transaction that may
-// have touched members or issues, committed or not.
-func (c *readCache) invalidate() { c.gen.Add(1) }
+// invalidate ends both generations: called after every write transaction that may
+// have touched members, committed or not.
+func (c *readCache) invalidate() {
+	c.memberGen.Add(1)
+	c.gen.Add(1)
+}
+
+// invalidateIssues ends the issues' generation: called after every write
+// transaction that may have touched issues but cannot have touched members.
+func (c *readCache) invalidateIssues() { c.gen.Add(1) }
 
 func (c *readCache) member(g uint64, k cacheKey) (store.Member, bool) {
 	c.mu.RLock()
@@ -171,13 +187,21 @@ func (s *Store) BeginExternalWrites() (end func()) {
 	return func() { once.Do(func() { c.external.Add(-1) }) }
 }
 
-// cacheSnapshot is where GetMember and GetIssue start: use=false means read the
-// database and keep nothing; otherwise look up and store under tag g.
-func (s *Store) cacheSnapshot() (g uint64, use bool) {
+// issueSnapshot is where GetIssue starts: use=false means read the database and
+// keep nothing; otherwise look up and store under tag g.
+func (s *Store) issueSnapshot() (g uint64, use bool) {
 	if s.cache == nil {
 		return 0, false
 	}
-	return s.cache.snapshot()
+	return s.cache.snapshot(&s.cache.gen)
+}
+
+// memberSnapshot is issueSnapshot for GetMember.
+func (s *Store) memberSnapshot() (g uint64, use bool) {
+	if s.cache == nil {
+		return 0, false
+	}
+	return s.cache.snapshot(&s.cache.memberGen)
 }
 
 // cacheLen reports the read cache's entries (tests; zero without WithReadCache).

@@ -200,7 +200,7 @@ func TestReadCacheLinearizable(t *testing.T) {
 
 func TestReadCacheBounded(t *testing.T) {
 	c := newReadCache(4, 1<<20)
-	g, _ := c.snapshot()
+	g, _ := c.snapshot(&c.gen)
 	for i := range 10 {
 		c.putMember(g, cacheKey{"ws", strconv.Itoa(i)}, store.Member{UserID: strconv.Itoa(i)})
 		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i)}, store.Issue{ID: strconv.Itoa(i)})
@@ -225,7 +225,7 @@ func TestReadCacheIssueBytesBounded(t *testing.T) {
 	big := strings.Repeat("x", 10_000)
 	one := issueSize(store.Issue{ID: "0", Description: big})
 	c := newReadCache(1000, 3*one+one/2) // room for three
-	g, _ := c.snapshot()
+	g, _ := c.snapshot(&c.gen)
 	for i := range 10 {
 		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i % 7)}, store.Issue{ID: strconv.Itoa(i % 7), Description: big})
 		sum := 0
@@ -272,6 +272,69 @@ func TestCounterWritesKeepTheCache(t *testing.T) {
 	}
 	if got := cached.cache.gen.Load(); got == g {
 		t.Fatal("an agent write left the generation alone")
+	}
+}
+
+// TestIssueWritesKeepTheMembers: every issue-side write leaves the cached member
+// valid (another process's unannounced role change stays unseen, so the copy is
+// what answers), while a write of members still drops it.
+func TestIssueWritesKeepTheMembers(t *testing.T) {
+	ctx := context.Background()
+	cached, other, id := cachePair(t)
+	if got := role(t, cached); got != store.RoleAdmin {
+		t.Fatalf("role %q", got)
+	}
+	if _, err := other.UpdateMember(ctx, store.Member{WorkspaceID: "ws", UserID: "u", Role: store.RoleViewer}); err != nil {
+		t.Fatal(err)
+	}
+	var commentID, runID string
+	for _, w := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"create issue", func() error {
+			_, err := cached.CreateIssue(ctx, "ws", store.NewIssue{Title: "t", CreatedBy: "u"})
+			return err
+		}},
+		{"update issue", func() error {
+			_, _, err := cached.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr("u")})
+			return err
+		}},
+		{"create comment", func() error {
+			c, err := cached.CreateComment(ctx, "ws", id, store.NewComment{Author: "u", Body: "b"})
+			commentID = c.ID
+			return err
+		}},
+		{"delete comment", func() error {
+			_, err := cached.DeleteComment(ctx, "ws", commentID, nil)
+			return err
+		}},
+		{"create autopilot run", func() error {
+			r, err := cached.CreateAutopilotRun(ctx, "ws", store.AutopilotRun{IssueID: id, Instructions: "i", RequestedBy: "u"})
+			runID = r.ID
+			return err
+		}},
+		{"update autopilot run", func() error {
+			_, err := cached.UpdateAutopilotRun(ctx, "ws", store.AutopilotRun{ID: runID, Status: "failed", Attempts: 1, Error: "e"})
+			return err
+		}},
+		{"delete issue", func() error {
+			_, err := cached.DeleteIssue(ctx, "ws", id, nil)
+			return err
+		}},
+	} {
+		if err := w.fn(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if got := role(t, cached); got != store.RoleAdmin {
+			t.Fatalf("after %s: role %q, want the cached admin: the write dropped the members", w.name, got)
+		}
+	}
+	if _, err := cached.CreateAgent(ctx, store.Agent{WorkspaceID: "ws", ID: "bot", Name: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := role(t, cached); got != store.RoleViewer {
+		t.Fatalf("after a write outside the issues: role %q, want viewer from the database", got)
 	}
 }
 

@@ -322,6 +322,17 @@ func (s *Store) write(ctx context.Context, fn func(q) error) error {
 	return s.tx(ctx, fn)
 }
 
+// writeIssues is write for transactions that may touch issues and what hangs off
+// them (labels, comments, autopilot runs, tombstones) but never members, neither
+// directly nor by a cascade: they leave the read cache's members valid. The schema
+// has no trigger, and no foreign key from members to an issue-side table.
+func (s *Store) writeIssues(ctx context.Context, fn func(q) error) error {
+	if s.cache != nil {
+		defer s.cache.invalidateIssues() // as in write: whatever the outcome
+	}
+	return s.tx(ctx, fn)
+}
+
 // writeCounters is write for transactions that touch only tables the read cache
 // never holds (usage, rate counters, idempotency records, the OAuth server's
 // records): they run on every call or every token request, and invalidating the

@@ -50,7 +50,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 
 // GetMember implements store.Reader.
 func (s *Store) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
-	g, use := s.cacheSnapshot()
+	g, use := s.memberSnapshot()
 	if use {
 		if m, ok := s.cache.member(g, cacheKey{ws, user}); ok {
 			return m, nil
