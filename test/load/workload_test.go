@@ -509,8 +509,18 @@ func latencySummary(calls []call) string {
 	}
 	sort.Slice(ans, func(i, j int) bool { return ans[i].Latency < ans[j].Latency })
 	q := func(p float64) time.Duration { return ans[min(len(ans)-1, int(p*float64(len(ans))))].Latency }
-	return fmt.Sprintf("p50 %v, p95 %v, p99 %v, max %v; %s", q(0.50).Round(time.Microsecond), q(0.95).Round(time.Microsecond),
+	return fmt.Sprintf("mean %v, p50 %v, p95 %v, p99 %v, max %v; %s", meanLatency(ans).Round(time.Microsecond),
+		q(0.50).Round(time.Microsecond), q(0.95).Round(time.Microsecond),
 		q(0.99).Round(time.Microsecond), ans[len(ans)-1].Latency.Round(time.Microsecond), tailSummary(ans))
+}
+
+// meanLatency is the mean latency of answered calls (len(ans) > 0).
+func meanLatency(ans []call) time.Duration {
+	var sum time.Duration
+	for _, c := range ans {
+		sum += c.Latency
+	}
+	return sum / time.Duration(len(ans))
 }
 
 // tailSummary says what the slowest 1% of the answered calls (sorted by latency)
@@ -602,8 +612,8 @@ func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Dur
 	}
 	s := server.Summary{
 		Clients: clients, Calls: made, Seconds: elapsed.Seconds(),
-		CallsPerSec: float64(made) / elapsed.Seconds(),
-		P50:         q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),
+		CallsPerSec: float64(made) / elapsed.Seconds(), Mean: ms(meanLatency(ans)),
+		P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),
 		SlowestWrites: float64(writes) / float64(len(tail)),
 		Tools:         byTool(calls),
 	}

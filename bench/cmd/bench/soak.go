@@ -44,7 +44,8 @@ func (b *bench) soak(ctx context.Context) error {
 		"each write transaction of a call is one more wait for the CPU"
 	b.addGoal("8. soak throughput (make soak's load, absolute)", fmt.Sprintf(">= %d calls/s", soakMinThroughput),
 		fmt.Sprintf("%.0f calls/s", s.CallsPerSec), s.CallsPerSec >= soakMinThroughput, why)
-	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", s.P95), s.P95 <= soakMaxP95, why)
+	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", s.P95), s.P95 <= soakMaxP95,
+		littleNote(s, soakMaxP95, s.P95)+"; "+why)
 	b.addGoal("8. soak p99 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP99), fmt.Sprintf("%.1f ms", s.P99), s.P99 <= soakMaxP99, why)
 
 	sec := report.Section{
@@ -57,8 +58,12 @@ func (b *bench) soak(ctx context.Context) error {
 				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, issue 17 " +
 				"states these goals as absolute figures on this machine, so they move with its load: " +
 				"docs/security.md gives several runs.",
-			fmt.Sprintf("%.0f calls/s over %.1f s; latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; "+
-				"%.0f%% of the slowest 1%% were writes.", s.CallsPerSec, s.Seconds, s.P50, s.P95, s.P99, s.Max, 100*s.SlowestWrites),
+			fmt.Sprintf("%.0f calls/s over %.1f s; latency mean %.1f ms, p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; "+
+				"%.0f%% of the slowest 1%% were writes.", s.CallsPerSec, s.Seconds, s.Mean, s.P50, s.P95, s.P99, s.Max, 100*s.SlowestWrites),
+			fmt.Sprintf("The clients are a closed loop, so the mean latency is bounded by Little's law: %d clients at %.0f calls/s "+
+				"are answered in at most %.1f ms on average (measured: %.1f ms). A quantile can only be cut below that "+
+				"by raising the throughput or by narrowing the spread around the mean: %s.",
+				s.Clients, s.CallsPerSec, float64(s.Clients)/s.CallsPerSec*1000, s.Mean, littleNote(s, soakMaxP95, s.P95)),
 		},
 		Table: report.Table{Header: []string{"tool", "calls", "p50", "p95", "p99"}},
 	}
@@ -68,4 +73,14 @@ func (b *bench) soak(ctx context.Context) error {
 	}
 	b.rep.Sections = append(b.rep.Sections, sec)
 	return nil
+}
+
+// littleNote says how far a latency quantile q is from its goal in terms of the
+// mean: the spread q/mean that the goal would need at this run's mean, against
+// the measured one.
+func littleNote(s server.Summary, goal, q float64) string {
+	if s.Mean <= 0 {
+		return "mean latency not reported"
+	}
+	return fmt.Sprintf("%.0f ms needs the quantile within %.2fx of the %.1f ms mean; it was %.2fx", goal, goal/s.Mean, s.Mean, q/s.Mean)
 }

@@ -8,10 +8,14 @@ type Summary struct {
 	Calls       int     `json:"calls"`
 	Seconds     float64 `json:"seconds"`
 	CallsPerSec float64 `json:"calls_per_second"`
-	P50         float64 `json:"p50_ms"`
-	P95         float64 `json:"p95_ms"`
-	P99         float64 `json:"p99_ms"`
-	Max         float64 `json:"max_ms"`
+	// Mean is the answered calls' mean latency. With closed-loop clients (each
+	// calls again as soon as it is answered) it is at most Clients/CallsPerSec
+	// (Little's law), which is what bounds the quantiles from below.
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P95  float64 `json:"p95_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
 	// SlowestWrites is the share of writes among the slowest 1% of the calls.
 	SlowestWrites float64       `json:"slowest_1pct_writes_share"`
 	Tools         []ToolLatency `json:"tools"` // slowest p95 first
