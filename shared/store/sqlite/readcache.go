@@ -80,10 +80,10 @@ func newReadCache(max, maxBytes int) *readCache {
 	return &readCache{max: max, maxBytes: maxBytes, members: map[cacheKey]cachedMember{}, issues: map[cacheKey]cachedIssue{}}
 }
 
-// snapshot returns the generation a read is tagged with, and false when an external
-// writer's session is open (then nothing is served from memory or stored in it).
-// gen is read first: a session that opens after that moves gen, so whatever this
-// read stores is never served.
+// snapshot returns the generation (gen or memberGen) a read is tagged with, and
+// false when an external writer's session is open (then nothing is served from
+// memory or stored in it). The generation is read first: a session that opens after
+// that moves both, so whatever this read stores is never served.
 func (c *readCache) snapshot(gen *atomic.Uint64) (uint64, bool) {
 	g := gen.Load()
 	return g, c.external.Load() == 0
