@@ -119,7 +119,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		return store.Comment{}, store.Invalid("comment id is too long")
 	}
 	c := store.Comment{ID: in.ID, Author: in.Author, Body: in.Body, CreatedAt: s.orNow(in.CreatedAt)}
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeIssue(ctx, ws, func(x q, touch func(string)) error {
 		is, _, err := getIssue(x, ws, issueIDOrKey)
 		if err != nil {
 			return err
@@ -133,6 +133,7 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
+		touch(c.IssueID)
 		_, err = x.exec(`INSERT INTO comments (workspace_id, id, issue_id, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			ws, c.ID, c.IssueID, c.Author, c.Body, nanos(c.CreatedAt))
 		if isUnique(err) {
@@ -156,7 +157,7 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow s
 	var out store.DeleteResult
 	var refused error
 	allow = keepRefusal(allow, &refused)
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeIssue(ctx, ws, func(x q, touch func(string)) error {
 		var issueID, author string
 		err := x.queryRow(`SELECT issue_id, author FROM comments WHERE workspace_id = ? AND id = ?`, ws, commentID).Scan(&issueID, &author)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -169,6 +170,7 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow s
 		if err := allow.Allow(author); err != nil {
 			return err
 		}
+		touch(issueID)
 		if _, err := x.exec(`DELETE FROM comments WHERE workspace_id = ? AND id = ?`, ws, commentID); err != nil {
 			return err
 		}

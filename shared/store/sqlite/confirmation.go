@@ -55,7 +55,7 @@ func (s *Store) ConsumeConfirmationNonce(ctx context.Context, ws, nonce string, 
 	}
 	now := nanos(s.orNow(time.Time{}))
 	// The read cache holds no nonces, so this write need not empty it.
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		if _, err := x.exec(`DELETE FROM confirmation_nonces WHERE expires_at <= ? AND NOT (workspace_id = ? AND nonce = ?)`, now, ws, nonce); err != nil {
 			return err
 		}

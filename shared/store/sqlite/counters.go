@@ -148,7 +148,7 @@ func (s *Store) UpdateRateCounter(ctx context.Context, ws, key string, windowSta
 		return 0, store.Invalid("rate window must be positive")
 	}
 	var n int64
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		return x.queryRow(`INSERT INTO rate_counters (workspace_id, key, window_start, count, expires_at) VALUES (?, ?, ?, 1, ?)
 			ON CONFLICT (workspace_id, key, window_start) DO UPDATE SET count = count + 1
 			RETURNING count`, ws, key, nanos(windowStart), nanos(windowStart.Add(window))).Scan(&n)
@@ -211,7 +211,7 @@ func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	if held, err := s.keyHeld(ctx, k, supState, supCreated); err != nil || held {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		if _, err := x.exec(`DELETE FROM idempotency
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
 			AND (expires_at <= ? OR (state = ? AND created_at = ?))`,
@@ -270,7 +270,7 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	}
 	k := rec.IdempotencyKey
 	now := nanos(s.now())
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`UPDATE idempotency SET state = ?, args_digest = ?, result = ?, resource_id = ?,
 			expires_at = COALESCE(?, expires_at)
 			WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ? AND expires_at > ?
@@ -289,7 +289,7 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, c
 		return err
 	}
 	now := nanos(s.now())
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`DELETE FROM idempotency WHERE workspace_id = ? AND user_id = ? AND tool = ? AND key_hash = ?
 			AND state = ? AND created_at = ?`,
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, store.IdemPending, nanos(createdAt))

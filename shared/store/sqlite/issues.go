@@ -69,7 +69,7 @@ func getIssue(x q, ws, idOrKey string) (store.Issue, int64, error) {
 func (s *Store) GetIssue(ctx context.Context, ws, idOrKey string) (store.Issue, error) {
 	g, use := s.issueSnapshot()
 	if use {
-		if is, ok := s.cache.issue(g, cacheKey{ws, idOrKey}); ok {
+		if is, ok := s.cache.issue(cacheKey{ws, idOrKey}); ok {
 			return is, nil
 		}
 	}
@@ -196,7 +196,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 		return store.Issue{}, err
 	}
 	is := in.Issue(created)
-	err = s.writeIssues(ctx, func(x q) error {
+	err = s.writeIssue(ctx, ws, func(x q, touch func(string)) error {
 		var seq int64
 		var prefix string
 		err := x.queryRow(`UPDATE workspaces SET issue_seq = issue_seq + 1 WHERE id = ? RETURNING issue_seq, key`, ws).
@@ -218,6 +218,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 			return err
 		}
 		is.Key = store.IssueKey(prefix, seq)
+		touch(is.ID)
 		_, err = x.exec(`INSERT INTO issues (workspace_id, id, seq, key, title, description, title_fold, desc_fold,
 			status, priority, labels, created_by, created_at, updated_at, version, comment_count)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0)`,
@@ -241,7 +242,7 @@ func (s *Store) CreateIssue(ctx context.Context, ws string, in store.NewIssue) (
 func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.IssuePatch) (store.Issue, bool, error) {
 	var out store.Issue
 	var changed bool
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeIssue(ctx, ws, func(x q, touch func(string)) error {
 		cur, _, err := getIssue(x, ws, idOrKey)
 		if err != nil {
 			return err
@@ -259,6 +260,7 @@ func (s *Store) UpdateIssue(ctx context.Context, ws, idOrKey string, p store.Iss
 		}
 		next.Version = cur.Version + 1
 		next.UpdatedAt = s.orNow(p.UpdatedAt)
+		touch(cur.ID)
 		labels, err := labelsJSON(next.Labels)
 		if err != nil {
 			return err
@@ -304,7 +306,7 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	var out store.DeleteResult
 	var refused error
 	allow = keepRefusal(allow, &refused)
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeIssue(ctx, ws, func(x q, touch func(string)) error {
 		cur, seq, err := getIssue(x, ws, idOrKey)
 		if errors.Is(err, store.ErrNotFound) {
 			out, err = allow.Replay(s.issueTombstone(x, ws, idOrKey))
@@ -316,6 +318,7 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 		if err := allow.Allow(cur.CreatedBy); err != nil {
 			return err
 		}
+		touch(cur.ID)
 		if _, err := x.exec(`DELETE FROM issues WHERE workspace_id = ? AND id = ?`, ws, cur.ID); err != nil {
 			return err
 		}

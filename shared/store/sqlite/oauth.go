@@ -20,7 +20,7 @@ var _ store.OAuthStore = (*Store)(nil)
 //     as it would on a backend whose TTL had already dropped the row; over a live
 //     record it is conflict;
 //   - list columns hold JSON arrays; lists come back non-nil;
-//   - writes go through writeCounters: no table here is in the read cache (members
+//   - writes go through writeUncached: no table here is in the read cache (members
 //     are written by UpdateMember, through write).
 
 func stringsJSON(v []string) (string, error) {
@@ -91,7 +91,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	if err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_clients (`+clientCols+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 			WHERE NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = ? AND last_used_at > ?)`,
@@ -136,7 +136,7 @@ func (s *Store) GetOAuthClient(ctx context.Context, clientID string) (store.OAut
 // UpdateOAuthClientUsed implements store.OAuthStore.
 func (s *Store) UpdateOAuthClientUsed(ctx context.Context, clientID string, at time.Time) error {
 	at = s.orNow(at)
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		return x.execOne("client", `UPDATE oauth_clients SET last_used_at = MAX(last_used_at, ?)
 			WHERE client_id = ? AND last_used_at > ?`, nanos(at), clientID, s.lapseCutoff())
 	})
@@ -145,7 +145,7 @@ func (s *Store) UpdateOAuthClientUsed(ctx context.Context, clientID string, at t
 // DeleteOAuthClient implements store.OAuthStore; an absent or lapsed client is
 // not_found.
 func (s *Store) DeleteOAuthClient(ctx context.Context, clientID string) error {
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		return x.execOne("client", `DELETE FROM oauth_clients WHERE client_id = ? AND last_used_at > ?`,
 			clientID, s.lapseCutoff())
 	})
@@ -218,7 +218,7 @@ func (s *Store) CreateOAuthPending(ctx context.Context, p store.OAuthPending) er
 	if err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_pending (`+pendingCols+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 			WHERE NOT EXISTS (SELECT 1 FROM oauth_pending WHERE id = ? AND expires_at > ?)`,
@@ -246,7 +246,7 @@ func (s *Store) UpdateOAuthPending(ctx context.Context, p store.OAuthPending) er
 	if err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		return x.execOne("pending authorization", `UPDATE oauth_pending SET
 			purpose = ?, browser_hash = ?, csrf_hash = ?, client_id = ?, client_name = ?, redirect_uri = ?,
 			state = ?, code_challenge = ?, resource = ?, scopes = ?, upstream_nonce = ?, upstream_verifier = ?,
@@ -258,7 +258,7 @@ func (s *Store) UpdateOAuthPending(ctx context.Context, p store.OAuthPending) er
 // DeleteOAuthPending implements store.OAuthStore. Write transactions run one at a
 // time, so of concurrent callers only the first finds the row.
 func (s *Store) DeleteOAuthPending(ctx context.Context, id string) error {
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		return x.execOne("pending authorization", `DELETE FROM oauth_pending WHERE id = ? AND expires_at > ?`,
 			id, s.now().UnixNano())
 	})
@@ -304,7 +304,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	if c.UsedAt != nil {
 		used = nanos(*c.UsedAt)
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_codes (`+codeCols+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 			WHERE NOT EXISTS (SELECT 1 FROM oauth_codes WHERE hash = ? AND expires_at > ?)`,
@@ -320,7 +320,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 func (s *Store) ConsumeOAuthCode(ctx context.Context, hash string, at time.Time) (store.OAuthCode, error) {
 	at = s.orNow(at)
 	var out store.OAuthCode
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		c, err := scanCode(x.queryRow(`SELECT `+codeCols+` FROM oauth_codes WHERE hash = ? AND expires_at > ?`,
 			hash, s.now().UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -394,7 +394,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if g.RevokedAt != nil {
 		revoked = nanos(*g.RevokedAt)
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		now := s.now().UnixNano()
 		var live bool
 		if err := x.queryRow(`SELECT EXISTS (SELECT 1 FROM oauth_grants WHERE id = ? AND expires_at > ?)`,
@@ -487,7 +487,7 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 	}
 	r.At = s.orNow(r.At)
 	var out store.OAuthGrant
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		g, err := s.getGrant(x, r.GrantID)
 		if err != nil {
 			return err
@@ -560,7 +560,7 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 func (s *Store) UpdateOAuthGrantRevoked(ctx context.Context, id string, at time.Time) (store.OAuthGrant, error) {
 	at = s.orNow(at)
 	var out store.OAuthGrant
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		g, err := scanGrant(x.queryRow(`UPDATE oauth_grants SET revoked_at = COALESCE(revoked_at, ?)
 			WHERE id = ? AND expires_at > ? RETURNING `+grantCols, nanos(at), id, s.now().UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -617,7 +617,7 @@ func (s *Store) UpdateOAuthPolicy(ctx context.Context, p store.OAuthPolicy) erro
 	if err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		_, err := x.exec(`INSERT INTO oauth_policy (id, mode, allowed) VALUES (1, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, allowed = excluded.allowed`, p.Mode, allowed)
 		return err

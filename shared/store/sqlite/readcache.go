@@ -32,35 +32,47 @@ const (
 	readCacheIssueBytes = 64 << 20
 )
 
-// readCache holds members and issues tagged with the generation they were read in.
-// A generation moves after every write transaction that may touch what it covers and
-// around every external writer's session; an entry is good only while its
-// generation still equals its tag, so a write makes every older entry a miss at
-// once, without walking the maps.
+// readCache holds members and issues tagged with the clock value read before they
+// were read from the database. An entry is good only while nothing that may have
+// changed it has moved the clock since: a write makes the older entries it covers a
+// miss at once, without walking the maps.
 //
-// Members and issues have a generation each. Issue writes are most of a busy
-// server's transactions (one every few hundred microseconds in make soak); with one
-// generation for both, each of them also dropped every member, and the member read
-// that every call makes went back to SQLite nearly always. Only writes that may
-// touch members move memberGen (Store.write); the issue-side writes move gen alone
-// (Store.writeIssues).
+// Members have one generation (memberGen) for all of them: an entry is good while
+// memberGen still equals its tag, and only writes that may touch members move it
+// (Store.write).
 //
-// A read snapshots gen before it reads the database and tags what it read with that
-// snapshot: if a write commits meanwhile, gen moves after the commit and the entry,
-// old or new, can never be served. The one window left, a read served the old copy
-// between a commit and the move of gen, is a read that ran concurrently with that
-// write, which may see either.
+// Issues are judged one by one. Issue writes are most of a busy server's
+// transactions (one every few hundred microseconds in make soak), and with one
+// generation for every issue each of them made every cached issue a miss: get_issue
+// nearly always went back to SQLite. A write transaction on one issue (Store.
+// writeIssue) instead records, under mu, the clock value it moves the issue's
+// clock to (issueWrites, by workspace and issue id); a transaction that cannot name
+// the issues it touched, an external writer's session, or a full issueWrites raises
+// issueFloor to a new clock value instead, which every issue entry is judged
+// against too. An entry is good while its tag is at least both.
+//
+// Why that is exact: a read loads issueClock before it reads the database and tags
+// what it read with that value; a write moves the clock after its commit, before it
+// returns. An entry whose tag is at least the value a write moved the clock to was
+// read after that write committed. An entry read before the commit has a smaller
+// tag and is never served once the write has returned. The one window left, a read
+// served the old copy between a commit and the move of the clock, is a read that ran
+// concurrently with that write, which may see either. Issues are named by id in
+// issueWrites whatever name (id or key) the entry was read under: an entry knows its
+// issue's id, and a key names one issue for good (keys are never reused).
 type readCache struct {
-	gen       atomic.Uint64 // issues
-	memberGen atomic.Uint64
-	external  atomic.Int32 // external writer sessions open: read the database, fill nothing
-	max       int          // entries per map
-	maxBytes  int          // issueBytes bound
+	memberGen  atomic.Uint64
+	issueClock atomic.Uint64
+	external   atomic.Int32 // external writer sessions open: read the database, fill nothing
+	max        int          // entries per map (members, issues, issueWrites)
+	maxBytes   int          // issueBytes bound
 
-	mu         sync.RWMutex
-	members    map[cacheKey]cachedMember
-	issues     map[cacheKey]cachedIssue
-	issueBytes int // sum of the issues' size
+	mu          sync.RWMutex
+	members     map[cacheKey]cachedMember
+	issues      map[cacheKey]cachedIssue
+	issueBytes  int                 // sum of the issues' size
+	issueWrites map[cacheKey]uint64 // {ws, issue id}: the clock after its last write
+	issueFloor  uint64              // issue entries tagged below it are stale
 }
 
 type cacheKey struct{ ws, id string }
@@ -71,34 +83,55 @@ type cachedMember struct {
 }
 
 type cachedIssue struct {
-	gen  uint64
+	tag  uint64
 	is   store.Issue
 	size int
 }
 
 func newReadCache(max, maxBytes int) *readCache {
-	return &readCache{max: max, maxBytes: maxBytes, members: map[cacheKey]cachedMember{}, issues: map[cacheKey]cachedIssue{}}
+	return &readCache{max: max, maxBytes: maxBytes, members: map[cacheKey]cachedMember{},
+		issues: map[cacheKey]cachedIssue{}, issueWrites: map[cacheKey]uint64{}}
 }
 
-// snapshot returns the generation (gen or memberGen) a read is tagged with, and
+// snapshot returns the clock (issueClock or memberGen) a read is tagged with, and
 // false when an external writer's session is open (then nothing is served from
-// memory or stored in it). The generation is read first: a session that opens after
-// that moves both, so whatever this read stores is never served.
-func (c *readCache) snapshot(gen *atomic.Uint64) (uint64, bool) {
-	g := gen.Load()
+// memory or stored in it). The clock is read first: a session that opens after that
+// moves both, so whatever this read stores is never served.
+func (c *readCache) snapshot(clock *atomic.Uint64) (uint64, bool) {
+	g := clock.Load()
 	return g, c.external.Load() == 0
 }
 
-// invalidate ends both generations: called after every write transaction that may
-// have touched members, committed or not.
+// invalidate makes every member and every issue kept so far stale: called after
+// every write transaction that may have touched members, committed or not.
 func (c *readCache) invalidate() {
 	c.memberGen.Add(1)
-	c.gen.Add(1)
+	c.invalidateIssues()
 }
 
-// invalidateIssues ends the issues' generation: called after every write
-// transaction that may have touched issues but cannot have touched members.
-func (c *readCache) invalidateIssues() { c.gen.Add(1) }
+// invalidateIssues makes every issue kept so far stale: called after a write
+// transaction that may have touched issues it cannot name.
+func (c *readCache) invalidateIssues() {
+	c.mu.Lock()
+	c.issueFloor = c.issueClock.Add(1)
+	c.mu.Unlock()
+}
+
+// touchIssue makes what is kept of issue id of ws stale: called after every write
+// transaction that changed it or what an issue read returns of it (its comment
+// count), committed or not. Past max issues written, it forgets them all and raises
+// the floor instead, which is what invalidateIssues does to every issue.
+func (c *readCache) touchIssue(ws, id string) {
+	c.mu.Lock()
+	v := c.issueClock.Add(1)
+	if len(c.issueWrites) >= c.max {
+		clear(c.issueWrites)
+		c.issueFloor = v
+	} else {
+		c.issueWrites[cacheKey{ws, id}] = v
+	}
+	c.mu.Unlock()
+}
 
 func (c *readCache) member(g uint64, k cacheKey) (store.Member, bool) {
 	c.mu.RLock()
@@ -120,16 +153,19 @@ func (c *readCache) putMember(g uint64, k cacheKey, m store.Member) {
 }
 
 // issue returns a copy: callers own what a store returns and may change it.
-func (c *readCache) issue(g uint64, k cacheKey) (store.Issue, bool) {
+func (c *readCache) issue(k cacheKey) (store.Issue, bool) {
 	c.mu.RLock()
 	e, ok := c.issues[k]
+	fresh := ok && e.tag >= c.issueFloor && e.tag >= c.issueWrites[cacheKey{k.ws, e.is.ID}]
 	c.mu.RUnlock()
-	if !ok || e.gen != g {
+	if !fresh {
 		return store.Issue{}, false
 	}
 	return e.is.Clone(), true
 }
 
+// putIssue keeps is under k with tag g, the clock read before is was read. A tag
+// already stale is kept too: issue never serves it, and the next read replaces it.
 func (c *readCache) putIssue(g uint64, k cacheKey, is store.Issue) {
 	size := issueSize(is)
 	if size > c.maxBytes {
@@ -149,7 +185,7 @@ func (c *readCache) putIssue(g uint64, k cacheKey, is store.Issue) {
 		delete(c.issues, victim)
 		c.issueBytes -= e.size
 	}
-	c.issues[k] = cachedIssue{gen: g, is: is, size: size}
+	c.issues[k] = cachedIssue{tag: g, is: is, size: size}
 	c.issueBytes += size
 }
 
@@ -178,10 +214,10 @@ func (s *Store) BeginExternalWrites() (end func()) {
 		return func() {}
 	}
 	c.external.Add(1)
-	// Moving gen once, here, is enough: what was kept before is never served again,
-	// and a read that snapshots gen before this and the open session after it fills
-	// under the old tag. A read that sees the session closed read the database after
-	// the other process's writes.
+	// Moving the clocks once, here, is enough: what was kept before is never served
+	// again, and a read that snapshots a clock before this and the open session after
+	// it fills under a stale tag. A read that sees the session closed read the
+	// database after the other process's writes.
 	c.invalidate()
 	var once sync.Once
 	return func() { once.Do(func() { c.external.Add(-1) }) }
@@ -193,7 +229,7 @@ func (s *Store) issueSnapshot() (g uint64, use bool) {
 	if s.cache == nil {
 		return 0, false
 	}
-	return s.cache.snapshot(&s.cache.gen)
+	return s.cache.snapshot(&s.cache.issueClock)
 }
 
 // memberSnapshot is issueSnapshot for GetMember.

@@ -200,7 +200,7 @@ func TestReadCacheLinearizable(t *testing.T) {
 
 func TestReadCacheBounded(t *testing.T) {
 	c := newReadCache(4, 1<<20)
-	g, _ := c.snapshot(&c.gen)
+	g, _ := c.snapshot(&c.issueClock)
 	for i := range 10 {
 		c.putMember(g, cacheKey{"ws", strconv.Itoa(i)}, store.Member{UserID: strconv.Itoa(i)})
 		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i)}, store.Issue{ID: strconv.Itoa(i)})
@@ -225,7 +225,7 @@ func TestReadCacheIssueBytesBounded(t *testing.T) {
 	big := strings.Repeat("x", 10_000)
 	one := issueSize(store.Issue{ID: "0", Description: big})
 	c := newReadCache(1000, 3*one+one/2) // room for three
-	g, _ := c.snapshot(&c.gen)
+	g, _ := c.snapshot(&c.issueClock)
 	for i := range 10 {
 		c.putIssue(g, cacheKey{"ws", strconv.Itoa(i % 7)}, store.Issue{ID: strconv.Itoa(i % 7), Description: big})
 		sum := 0
@@ -240,7 +240,7 @@ func TestReadCacheIssueBytesBounded(t *testing.T) {
 		t.Errorf("%d issues kept, want 3", len(c.issues))
 	}
 	c.putIssue(g, cacheKey{"ws", "huge"}, store.Issue{ID: "huge", Description: strings.Repeat("y", 4*one)})
-	if _, ok := c.issue(g, cacheKey{"ws", "huge"}); ok {
+	if _, ok := c.issue(cacheKey{"ws", "huge"}); ok {
 		t.Error("an issue larger than the whole bound was kept")
 	}
 }
@@ -251,11 +251,11 @@ func TestReadCacheIssueBytesBounded(t *testing.T) {
 func TestCounterWritesKeepTheCache(t *testing.T) {
 	ctx := context.Background()
 	cached, _, _ := cachePair(t)
-	g := cached.cache.gen.Load()
+	g := cached.cache.issueClock.Load()
 	if _, err := cached.UpdateRateCounter(ctx, "ws", "k", cached.now(), 60e9); err != nil {
 		t.Fatal(err)
 	}
-	if got := cached.cache.gen.Load(); got != g {
+	if got := cached.cache.issueClock.Load(); got != g {
 		t.Fatalf("a rate counter write moved the generation %d -> %d", g, got)
 	}
 	if err := cached.CreateOAuthPending(ctx, store.OAuthPending{ID: "p", ExpiresAt: cached.now().Add(time.Minute)}); err != nil {
@@ -264,13 +264,13 @@ func TestCounterWritesKeepTheCache(t *testing.T) {
 	if err := cached.DeleteOAuthPending(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if got := cached.cache.gen.Load(); got != g {
+	if got := cached.cache.issueClock.Load(); got != g {
 		t.Fatalf("an OAuth write moved the generation %d -> %d", g, got)
 	}
 	if _, err := cached.CreateAgent(ctx, store.Agent{WorkspaceID: "ws", ID: "bot", Name: "bot"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := cached.cache.gen.Load(); got == g {
+	if got := cached.cache.issueClock.Load(); got == g {
 		t.Fatal("an agent write left the generation alone")
 	}
 }
@@ -344,7 +344,7 @@ func ptr[T any](v T) *T { return &v }
 // change what GetMember or GetIssue answer, directly or by a side effect (a
 // comment's count, a cascade), each after both reads are in memory under the id
 // and under the key: the next read must see the write. A write moved to
-// writeCounters would fail here.
+// writeUncached would fail here.
 func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 	ctx := context.Background()
 	issueIs := func(want func(store.Issue, error) bool, what string) func(*testing.T, *Store, string) {
@@ -431,5 +431,188 @@ func TestEveryWriteOfMembersAndIssuesDropsTheCopy(t *testing.T) {
 			}
 			tc.check(t, cached, id)
 		})
+	}
+}
+
+// TestIssueWritesKeepOtherIssues: a write on one issue leaves what is kept of the
+// others valid (another process's unannounced change of the other issue stays
+// unseen, so the copy is what answers), under the id and under the key, while the
+// issue written is read again from the database. Autopilot runs change nothing an
+// issue read returns and leave both.
+func TestIssueWritesKeepOtherIssues(t *testing.T) {
+	ctx := context.Background()
+	cached, other, id := cachePair(t)                                                   // AAC-1
+	b, err := cached.CreateIssue(ctx, "ws", store.NewIssue{Title: "b", CreatedBy: "u"}) // AAC-2
+	if err != nil {
+		t.Fatal(err)
+	}
+	refsB := []string{b.ID, b.Key}
+	for _, ref := range refsB {
+		if got := title(t, cached, ref); got != "b" {
+			t.Fatalf("GetIssue(%s) title %q", ref, got)
+		}
+	}
+	if _, _, err := other.UpdateIssue(ctx, "ws", b.ID, store.IssuePatch{Title: ptr("b, unannounced")}); err != nil {
+		t.Fatal(err)
+	}
+	keptB := func(after string) {
+		t.Helper()
+		for _, ref := range refsB {
+			if got := title(t, cached, ref); got != "b" {
+				t.Fatalf("after %s: GetIssue(%s) title %q, want the kept %q: the write dropped another issue", after, ref, got, "b")
+			}
+		}
+	}
+	var commentID, runID string
+	for _, w := range []struct {
+		name  string
+		write func() error
+		// wantA is what a read of AAC-1 must show afterwards, by id and by key; nil
+		// when the write leaves AAC-1 as it was.
+		wantA func(store.Issue, error) bool
+	}{
+		{"create issue", func() error {
+			_, err := cached.CreateIssue(ctx, "ws", store.NewIssue{Title: "c", CreatedBy: "u"})
+			return err
+		}, nil},
+		{"update issue", func() error {
+			_, _, err := cached.UpdateIssue(ctx, "ws", id, store.IssuePatch{Title: ptr("a2")})
+			return err
+		}, func(is store.Issue, err error) bool { return err == nil && is.Title == "a2" }},
+		{"create comment", func() error {
+			c, err := cached.CreateComment(ctx, "ws", "AAC-1", store.NewComment{Author: "u", Body: "b"})
+			commentID = c.ID
+			return err
+		}, func(is store.Issue, err error) bool { return err == nil && is.CommentCount == 1 }},
+		{"delete comment", func() error {
+			_, err := cached.DeleteComment(ctx, "ws", commentID, nil)
+			return err
+		}, func(is store.Issue, err error) bool { return err == nil && is.CommentCount == 0 }},
+		{"create autopilot run", func() error {
+			r, err := cached.CreateAutopilotRun(ctx, "ws", store.AutopilotRun{IssueID: id, Instructions: "i", RequestedBy: "u"})
+			runID = r.ID
+			return err
+		}, nil},
+		{"update autopilot run", func() error {
+			_, err := cached.UpdateAutopilotRun(ctx, "ws", store.AutopilotRun{ID: runID, Status: "failed", Attempts: 1, Error: "e"})
+			return err
+		}, nil},
+		{"delete issue", func() error {
+			_, err := cached.DeleteIssue(ctx, "ws", id, nil)
+			return err
+		}, func(_ store.Issue, err error) bool { return errors.Is(err, store.ErrNotFound) }},
+	} {
+		// AAC-1 in memory under both names, and changed behind the cache's back when
+		// the write should leave it: then the kept copy must still answer. (A write
+		// through cached reads the database, not the copy.)
+		var before store.Issue
+		for _, ref := range []string{id, "AAC-1"} {
+			if before, err = cached.GetIssue(ctx, "ws", ref); err != nil {
+				t.Fatalf("before %s: %v", w.name, err)
+			}
+		}
+		if w.wantA == nil {
+			if _, _, err := other.UpdateIssue(ctx, "ws", id, store.IssuePatch{Description: ptr(w.name)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.write(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		keptB(w.name)
+		for _, ref := range []string{id, "AAC-1"} {
+			is, err := cached.GetIssue(ctx, "ws", ref)
+			switch {
+			case w.wantA == nil && (err != nil || is.Description != before.Description):
+				t.Fatalf("after %s: GetIssue(%s) = %q, %v; want the kept %q", w.name, ref, is.Description, err, before.Description)
+			case w.wantA != nil && !w.wantA(is, err):
+				t.Fatalf("after %s: GetIssue(%s) = %+v, %v: the write is not seen", w.name, ref, is, err)
+			}
+		}
+	}
+}
+
+// TestReadCacheIssueWritesBounded: past max issues written, the log of writes is
+// forgotten and every issue kept before goes stale at once, including one whose
+// write the log no longer holds.
+func TestReadCacheIssueWritesBounded(t *testing.T) {
+	c := newReadCache(4, 1<<20)
+	g, _ := c.snapshot(&c.issueClock)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.putIssue(g, cacheKey{"ws", id}, store.Issue{ID: id})
+	}
+	c.touchIssue("ws", "a")
+	if _, ok := c.issue(cacheKey{"ws", "a"}); ok {
+		t.Fatal("a served after its write")
+	}
+	if _, ok := c.issue(cacheKey{"ws", "b"}); !ok {
+		t.Fatal("b not served after a write of a")
+	}
+	for _, id := range []string{"b", "c", "d"} {
+		c.touchIssue("ws", id)
+	}
+	c.touchIssue("ws", "e") // the log is full (4): forgotten, the floor moves
+	if len(c.issueWrites) > c.max {
+		t.Fatalf("%d writes logged, bound %d", len(c.issueWrites), c.max)
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if _, ok := c.issue(cacheKey{"ws", id}); ok {
+			t.Errorf("%s served from before the log was forgotten", id)
+		}
+	}
+	g, _ = c.snapshot(&c.issueClock)
+	c.putIssue(g, cacheKey{"ws", "a"}, store.Issue{ID: "a"})
+	if _, ok := c.issue(cacheKey{"ws", "a"}); !ok {
+		t.Error("a read after the floor moved is not served")
+	}
+}
+
+// TestReadCacheLinearizableAcrossIssues: with writes alternating between two
+// issues, each one judged by its own writes, a read that starts after a write of
+// either issue returned sees that write, by id and by key.
+func TestReadCacheLinearizableAcrossIssues(t *testing.T) {
+	ctx := context.Background()
+	cached, _, a := cachePair(t)
+	bIs, err := cached.CreateIssue(ctx, "ws", store.NewIssue{Title: "0", CreatedBy: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := [2][]string{{a, "AAC-1"}, {bIs.ID, bIs.Key}}
+	const writes = 100 // per issue
+	var published [2]atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 4 {
+		wg.Go(func() {
+			for n := 0; !stop.Load(); n++ {
+				which := (n + r) % 2
+				ref := refs[which][n/2%2]
+				want := published[which].Load()
+				is, err := cached.GetIssue(ctx, "ws", ref)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got, _ := strconv.ParseInt(is.Title, 10, 64); got < want {
+					errs <- fmt.Errorf("read %s title %d after write %d had returned", ref, got, want)
+					return
+				}
+			}
+		})
+	}
+	for i := int64(1); i <= writes; i++ {
+		for which := range 2 {
+			if _, _, err := cached.UpdateIssue(ctx, "ws", refs[which][0], store.IssuePatch{Title: ptr(strconv.FormatInt(i, 10))}); err != nil {
+				t.Fatal(err)
+			}
+			published[which].Store(i)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

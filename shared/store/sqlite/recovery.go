@@ -11,7 +11,7 @@ import (
 // "in progress" until the guard's lease runs out. aacmcp serve holds such a lock.
 func (s *Store) DeletePendingIdempotency(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`DELETE FROM idempotency WHERE state = 'pending'`)
 		if err != nil {
 			return err

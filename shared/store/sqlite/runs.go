@@ -15,7 +15,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 		return store.AutopilotRun{}, store.Invalid("run id is too long")
 	}
 	r = r.WithDefaults(s.now())
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		is, _, err := getIssue(x, ws, r.IssueID)
 		if err != nil {
 			return err
@@ -40,7 +40,7 @@ func (s *Store) CreateAutopilotRun(ctx context.Context, ws string, r store.Autop
 func (s *Store) UpdateAutopilotRun(ctx context.Context, ws string, r store.AutopilotRun) (store.AutopilotRun, error) {
 	updated := s.orNow(r.UpdatedAt)
 	var out store.AutopilotRun
-	err := s.writeIssues(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		var created, upd int64
 		err := x.queryRow(`UPDATE autopilot_runs SET status = ?, attempts = ?, error = ?, updated_at = ?
 			WHERE workspace_id = ? AND id = ?

@@ -322,22 +322,33 @@ func (s *Store) write(ctx context.Context, fn func(q) error) error {
 	return s.tx(ctx, fn)
 }
 
-// writeIssues is write for transactions that may touch issues and what hangs off
-// them (labels, comments, autopilot runs, tombstones) but never members, neither
-// directly nor by a cascade: they leave the read cache's members valid. The schema
-// has no trigger, and no foreign key from members to an issue-side table.
-func (s *Store) writeIssues(ctx context.Context, fn func(q) error) error {
+// writeIssue is write for transactions on issues and what hangs off them (labels,
+// comments, tombstones) that never touch members, neither directly nor by a
+// cascade (the schema has no trigger, and no foreign key from members to an
+// issue-side table). fn calls touch with the id of every issue whose row it changes
+// (its comment count included), before it changes it; after the transaction, only
+// what the read cache keeps of those issues goes stale, whatever the outcome: a
+// COMMIT that reports an error may still have committed. A transaction that fails
+// inside fn is rolled back (its savepoint, or the whole batch), so the issues it did
+// not get to name are unchanged.
+func (s *Store) writeIssue(ctx context.Context, ws string, fn func(x q, touch func(issueID string)) error) error {
+	var touched []string
+	err := s.tx(ctx, func(x q) error {
+		return fn(x, func(id string) { touched = append(touched, id) })
+	})
 	if s.cache != nil {
-		defer s.cache.invalidateIssues() // as in write: whatever the outcome
+		for _, id := range touched {
+			s.cache.touchIssue(ws, id)
+		}
 	}
-	return s.tx(ctx, fn)
+	return err
 }
 
-// writeCounters is write for transactions that touch only tables the read cache
-// never holds (usage, rate counters, idempotency records, the OAuth server's
-// records): they run on every call or every token request, and invalidating the
-// cache with each would empty it under any load.
-func (s *Store) writeCounters(ctx context.Context, fn func(q) error) error {
+// writeUncached is write for transactions that touch only tables the read cache
+// never holds (usage, rate counters, idempotency records, autopilot runs, the OAuth
+// server's records): they run on every call or every token request, and
+// invalidating the cache with each would empty it under any load.
+func (s *Store) writeUncached(ctx context.Context, fn func(q) error) error {
 	return s.tx(ctx, fn)
 }
 

@@ -102,7 +102,7 @@ func newPendingUsage(u store.UsageIncrement) (pendingUsage, error) {
 // answering) has nothing to replay before now, less the slack.
 func (s *Store) startUsage(ctx context.Context) error {
 	u := &s.usage
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		if _, err := x.exec(`INSERT OR IGNORE INTO usage_watermark (id, replay_from) VALUES (1, ?)`,
 			nanos(s.now().Add(-usageReplaySlack))); err != nil {
 			return err
@@ -256,7 +256,7 @@ func (s *Store) FlushUsage(ctx context.Context) error {
 		return nil
 	}
 	var flushes int64
-	err := s.writeCounters(ctx, func(x q) error {
+	err := s.writeUncached(ctx, func(x q) error {
 		if _, err := applyUsage(x, taken, batch); err != nil {
 			return err
 		}
@@ -289,7 +289,7 @@ func (s *Store) SealUsage(ctx context.Context) error {
 	if err := s.FlushUsage(ctx); err != nil {
 		return err
 	}
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		_, err := x.exec(`UPDATE usage_watermark SET replay_from = ? WHERE id = 1`, nanos(s.now()))
 		return err
 	})
@@ -300,7 +300,7 @@ func (s *Store) SealUsage(ctx context.Context) error {
 // run's now; until this run's first flush moves it, the records this run writes
 // must all be at or after it, whatever the clock did while the server was down.
 func (s *Store) ArmUsageReplay(ctx context.Context) error {
-	return s.writeCounters(ctx, func(x q) error {
+	return s.writeUncached(ctx, func(x q) error {
 		_, err := x.exec(`UPDATE usage_watermark SET replay_from = min(replay_from, ?) WHERE id = 1`,
 			nanos(s.now().Add(-usageReplaySlack)))
 		return err
@@ -316,7 +316,7 @@ func (s *Store) RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (
 	recovered := 0
 	commit := func() error {
 		var n int
-		err := s.writeCounters(ctx, func(x q) error {
+		err := s.writeUncached(ctx, func(x q) error {
 			var err error
 			n, err = applyUsage(x, s.now(), batch)
 			return err
