@@ -31,7 +31,8 @@ func validDate(d string) bool {
 // flush under way, if any, is in them; a flush committed since the copy is seen the
 // same way and the copy is taken again. A queued event that the counters already
 // count (a retry the flush will drop) is left out, as the flush will do; it is read
-// in the same statement too. Only when the flush count is unknown, or flushes keep
+// in the same statement too, for the events not already found uncounted by an
+// earlier call (usageQueue.uncounted). Only when the flush count is unknown, or flushes keep
 // committing under three copies in a row, is the queue committed and the range
 // read again, as before.
 func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.UsageRow, error) {
@@ -46,12 +47,13 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 		if !ok {
 			break
 		}
-		rows, flushes, counted, err := s.readUsage(ctx, ws, from, to, eventIDs(v.queued, v.inflight))
+		rows, flushes, counted, err := s.readUsage(ctx, ws, from, to, v.unknown)
 		if err != nil {
 			return nil, err
 		}
 		switch flushes {
 		case v.flushes: // the flush under way (if any) is not in rows
+			s.noteUncounted(v, counted)
 			return mergeUsage(mergeUsage(rows, sumUsage(v.queued, counted)), sumUsage(v.inflight, counted)), nil
 		case v.flushes + 1: // it is
 			if len(v.inflight) == 0 || s.failedSince(v.attempt) {

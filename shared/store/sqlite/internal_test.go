@@ -534,3 +534,81 @@ func TestListUsageReadsTheQueueWithoutCommitting(t *testing.T) {
 		}
 	}
 }
+
+// TestListUsageRemembersOnlyWhatStaysUncounted: a dashboard read looks up in
+// usage_events only the queued events no earlier read found uncounted, and what it
+// remembers never outlives the commit that counts the event: a retry queued after
+// its first copy was committed is looked up again and left out, whether a flush or
+// a recovery committed it.
+func TestListUsageRemembersOnlyWhatStaysUncounted(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	ctx := t.Context()
+	s.usage.stopOnce.Do(func() { close(s.usage.stop); <-s.usage.done }) // commits only when asked
+	inc := func(id string) {
+		t.Helper()
+		if err := s.UpdateUsage(ctx, store.UsageIncrement{WorkspaceID: "ws", Date: "2026-03-02", Tool: "get_issue",
+			Outcome: "success", EventID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := func(stage string, want int64) {
+		t.Helper()
+		got, err := s.ListUsage(ctx, "ws", "2026-03-02", "2026-03-02")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Calls != want {
+			t.Fatalf("%s: ListUsage = %+v, want %d calls", stage, got, want)
+		}
+	}
+	unknown := func() []string {
+		v, ok := s.viewUsage("ws", "2026-03-02", "2026-03-02")
+		if !ok {
+			t.Fatal("flush count unknown")
+		}
+		return v.unknown
+	}
+
+	inc("a")
+	inc("b")
+	if got := unknown(); len(got) != 2 {
+		t.Fatalf("before any read: %v to look up, want a and b", got)
+	}
+	calls("queued", 2)
+	inc("c")
+	if got := unknown(); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("after a read: %v to look up, want only c", got)
+	}
+	calls("queued again", 3)
+
+	for _, commit := range []struct {
+		name string
+		fn   func(id string) error
+	}{
+		{"flush", func(string) error { return s.FlushUsage(ctx) }},
+		{"recovery", func(id string) error {
+			_, err := s.RecoverUsage(ctx, []store.UsageIncrement{{WorkspaceID: "ws", Date: "2026-03-02", Tool: "get_issue",
+				Outcome: "success", EventID: id}})
+			return err
+		}},
+	} {
+		t.Run(commit.name, func(t *testing.T) {
+			before, err := s.ListUsage(ctx, "ws", "2026-03-02", "2026-03-02")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := "r-" + commit.name
+			inc(id)
+			calls("the event queued", before[0].Calls+1) // remembered as uncounted now
+			if err := commit.fn(id); err != nil {
+				t.Fatal(err)
+			}
+			inc(id) // a retry of the event now counted: the next flush drops it
+			calls("a retry of a counted event queued", before[0].Calls+1)
+			if err := s.FlushUsage(ctx); err != nil {
+				t.Fatal(err)
+			}
+			calls("committed", before[0].Calls+1)
+		})
+	}
+}

@@ -70,6 +70,16 @@ type usageQueue struct {
 	// committed (-1: unknown). ListUsage uses both to add what the counters lack.
 	inflight []pendingUsage
 	flushes  int64
+	// uncounted holds event ids of queued or in-flight increments that ListUsage
+	// found missing from usage_events, so that the next one need not look them up
+	// again: each dashboard call probed every queued id of its workspace (about a
+	// quarter of the call's CPU in make soak). Only a commit of usage_events (a
+	// flush or RecoverUsage; serve is their one writer) can make such an id counted:
+	// a flush deletes the ids it committed, a failed flush or a recovery forgets them
+	// all, and each of those moves epoch, so a lookup that raced one is not kept.
+	// It holds ids of increments still queued only, so it is as bounded as the queue.
+	uncounted map[string]struct{}
+	epoch     int64
 	// attempts numbers the flushes that took a batch; failedAt is the number of the
 	// last one that failed.
 	attempts, failedAt int64
@@ -266,12 +276,17 @@ func (s *Store) FlushUsage(ctx context.Context) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.inflight = nil
+	u.epoch++
 	if err != nil {
 		// Ahead of what came meanwhile, so the oldest is committed first.
 		u.pending = append(batch, u.pending...)
 		u.flushes = -1 // a COMMIT that failed may still have committed
 		u.failedAt = u.attempts
+		clear(u.uncounted)
 		return err
+	}
+	for _, p := range batch {
+		delete(u.uncounted, p.u.EventID) // counted now, and so is a retry still queued
 	}
 	u.flushes = flushes
 	close(u.flushed)
@@ -325,6 +340,7 @@ func (s *Store) RecoverUsage(ctx context.Context, incs []store.UsageIncrement) (
 			recovered += n
 		}
 		batch = batch[:0]
+		s.forgetUncounted() // whatever the outcome: a failed COMMIT may have committed
 		return err
 	}
 	for _, inc := range incs {
@@ -418,6 +434,11 @@ type usageView struct {
 	queued, inflight []pendingUsage
 	flushes          int64 // the counters' flushes value if inflight is not committed
 	attempt          int64 // the flush attempt inflight belongs to
+	// unknown are the event ids among queued and inflight not known to be uncounted
+	// (usageQueue.uncounted), which ListUsage looks up; epoch is usageQueue.epoch
+	// when the copy was taken.
+	unknown []string
+	epoch   int64
 }
 
 // viewUsage copies what the counters may lack; ok is false when this process does
@@ -451,20 +472,45 @@ func (s *Store) viewUsage(ws, from, to string) (v usageView, ok bool) {
 	v.queued = pick(u.pending)
 	v.flushes = u.flushes
 	v.attempt = u.attempts
-	return v, true
-}
-
-// eventIDs lists the event ids of the increments in batches.
-func eventIDs(batches ...[]pendingUsage) []string {
-	var ids []string
-	for _, b := range batches {
+	v.epoch = u.epoch
+	for _, b := range [][]pendingUsage{v.inflight, v.queued} {
 		for _, p := range b {
-			if p.u.EventID != "" {
-				ids = append(ids, p.u.EventID)
+			if _, known := u.uncounted[p.u.EventID]; !known && p.u.EventID != "" {
+				v.unknown = append(v.unknown, p.u.EventID)
 			}
 		}
 	}
-	return ids
+	return v, true
+}
+
+// noteUncounted remembers the ids of v.unknown that a lookup made in the snapshot of
+// v's flush count found missing from usage_events (not in counted), unless a commit
+// of usage_events has ended since v was copied: then the lookup may predate it.
+func (s *Store) noteUncounted(v usageView, counted map[string]bool) {
+	u := &s.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.epoch != v.epoch {
+		return
+	}
+	if u.uncounted == nil {
+		u.uncounted = map[string]struct{}{}
+	}
+	for _, id := range v.unknown {
+		if !counted[id] {
+			u.uncounted[id] = struct{}{}
+		}
+	}
+}
+
+// forgetUncounted drops every remembered lookup: called after a commit of
+// usage_events that did not come from the queue's own flush.
+func (s *Store) forgetUncounted() {
+	u := &s.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.epoch++
+	clear(u.uncounted)
 }
 
 // sumUsage adds up batch per day and tool, leaving out the events in counted:
