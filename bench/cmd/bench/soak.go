@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/aacworkflow/aacmcp/bench/report"
 	"github.com/aacworkflow/aacmcp/test/load/server"
@@ -21,66 +23,122 @@ const (
 	soakMaxP99        = 200.0
 )
 
+// soakRuns is how many times the soak runs. Its goals are absolute figures, and on
+// this shared machine the same code gives runs a third apart a few minutes apart
+// (docs/security.md): the goals are judged on the median of the runs, and every run
+// is listed.
+const soakRuns = 3
+
 // soak runs make soak's load test (test/load TestLoadConsistency: a built aacmcp
-// serve, every consistency check) once and reports its figures.
+// serve, every consistency check) soakRuns times, one after the other, and reports
+// their figures.
 func (b *bench) soak(ctx context.Context) error {
-	out := filepath.Join(b.work, "soak.json")
+	var runs []server.Summary
+	for i := range soakRuns {
+		s, err := b.soakOnce(ctx, i)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, s)
+	}
+	med := func(f func(server.Summary) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	span := func(unit string, f func(server.Summary) float64) string {
+		lo, hi := f(runs[0]), f(runs[0])
+		for _, r := range runs[1:] {
+			lo, hi = min(lo, f(r)), max(hi, f(r))
+		}
+		if unit == "calls/s" {
+			return fmt.Sprintf("median of %d runs (%.0f-%.0f %s)", len(runs), lo, hi, unit)
+		}
+		return fmt.Sprintf("median of %d runs (%.1f-%.1f %s)", len(runs), lo, hi, unit)
+	}
+	tput := med(func(s server.Summary) float64 { return s.CallsPerSec })
+	p95 := med(func(s server.Summary) float64 { return s.P95 })
+	p99 := med(func(s server.Summary) float64 { return s.P99 })
+	mean := med(func(s server.Summary) float64 { return s.Mean })
+	const why = "see section 8 and docs/security.md: the server and the load generator share the 2 cores; " +
+		"each write transaction of a call is one more wait for the CPU"
+	b.addGoal("8. soak throughput (make soak's load, absolute)", fmt.Sprintf(">= %d calls/s", soakMinThroughput),
+		fmt.Sprintf("%.0f calls/s", tput), tput >= soakMinThroughput,
+		span("calls/s", func(s server.Summary) float64 { return s.CallsPerSec })+"; "+why)
+	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", p95), p95 <= soakMaxP95,
+		span("ms", func(s server.Summary) float64 { return s.P95 })+"; "+littleNote(mean, soakMaxP95, p95)+"; "+why)
+	b.addGoal("8. soak p99 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP99), fmt.Sprintf("%.1f ms", p99), p99 <= soakMaxP99,
+		span("ms", func(s server.Summary) float64 { return s.P99 })+"; "+why)
+
+	// The per-tool table is the run of median throughput's.
+	byTput := slices.Clone(runs)
+	slices.SortFunc(byTput, func(a, b server.Summary) int { return cmp.Compare(a.CallsPerSec, b.CallsPerSec) })
+	m := byTput[len(byTput)/2]
+	sec := report.Section{
+		Title: fmt.Sprintf("8. The soak's load: %d clients, %d mixed calls", m.Clients, m.Calls),
+		Text: []string{
+			fmt.Sprintf("%d runs, one after the other, of `make soak`'s load test (test/load `TestLoadConsistency`): a built `aacmcp serve` on its own "+
+				"data folder, three workspaces, tokens of every role, all eleven tools over both transports, two thirds "+
+				"of the calls writes and a share that must be refused, each of the clients calling again as soon as it "+
+				"is answered; a run counts only if every consistency check passes (one audit record per call, "+
+				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, issue 17 "+
+				"states these goals as absolute figures on this machine, so they move with its load; the goals above are "+
+				"judged on the medians, and docs/security.md gives more runs.", len(runs)),
+			fmt.Sprintf("The clients are a closed loop, so the mean latency is bounded by Little's law: %d clients at %.0f calls/s "+
+				"(the median run) are answered in at most %.1f ms on average (measured: %.1f ms). A quantile can only be cut below that "+
+				"by raising the throughput or by narrowing the spread around the mean: %s.",
+				m.Clients, m.CallsPerSec, float64(m.Clients)/m.CallsPerSec*1000, m.Mean, littleNote(m.Mean, soakMaxP95, m.P95)),
+		},
+		Table: report.Table{Header: []string{"run", "calls/s", "seconds", "mean", "p50", "p95", "p99", "max", "writes in the slowest 1%"}},
+	}
+	for i, s := range runs {
+		sec.Table.Rows = append(sec.Table.Rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.0f", s.CallsPerSec), fmt.Sprintf("%.1f", s.Seconds),
+			fmt.Sprintf("%.1f ms", s.Mean), fmt.Sprintf("%.1f ms", s.P50), fmt.Sprintf("%.1f ms", s.P95), fmt.Sprintf("%.1f ms", s.P99),
+			fmt.Sprintf("%.1f ms", s.Max), fmt.Sprintf("%.0f%%", 100*s.SlowestWrites)})
+	}
+	b.rep.Sections = append(b.rep.Sections, sec)
+	tools := report.Section{
+		Title: "8a. The soak's latency by tool (the run of median throughput)",
+		Table: report.Table{Header: []string{"tool", "calls", "p50", "p95", "p99"}},
+	}
+	for _, t := range m.Tools {
+		tools.Table.Rows = append(tools.Table.Rows, []string{t.Tool, fmt.Sprint(t.Calls),
+			fmt.Sprintf("%.1f ms", t.P50), fmt.Sprintf("%.1f ms", t.P95), fmt.Sprintf("%.1f ms", t.P99)})
+	}
+	b.rep.Sections = append(b.rep.Sections, tools)
+	return nil
+}
+
+// soakOnce runs the soak's load test once (run numbers it) and reads its summary.
+func (b *bench) soakOnce(ctx context.Context, run int) (server.Summary, error) {
+	out := filepath.Join(b.work, fmt.Sprintf("soak-%d.json", run))
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "20m", "-run", "^TestLoadConsistency$", "./test/load",
 		"-args", "-clients", fmt.Sprint(soakClients), "-calls", fmt.Sprint(soakCalls), "-summary", out)
 	cmd.Dir = b.root
 	cmd.Env = os.Environ()
 	if log, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("the soak's load test failed: %w\n%s", err, log)
+		return server.Summary{}, fmt.Errorf("the soak's load test (run %d) failed: %w\n%s", run+1, err, log)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
-		return err
+		return server.Summary{}, err
 	}
 	var s server.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("%s: %w", out, err)
+		return server.Summary{}, fmt.Errorf("%s: %w", out, err)
 	}
-	const why = "see section 8 and docs/security.md: the server and the load generator share the 2 cores; " +
-		"each write transaction of a call is one more wait for the CPU"
-	b.addGoal("8. soak throughput (make soak's load, absolute)", fmt.Sprintf(">= %d calls/s", soakMinThroughput),
-		fmt.Sprintf("%.0f calls/s", s.CallsPerSec), s.CallsPerSec >= soakMinThroughput, why)
-	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", s.P95), s.P95 <= soakMaxP95,
-		littleNote(s, soakMaxP95, s.P95)+"; "+why)
-	b.addGoal("8. soak p99 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP99), fmt.Sprintf("%.1f ms", s.P99), s.P99 <= soakMaxP99, why)
-
-	sec := report.Section{
-		Title: fmt.Sprintf("8. The soak's load: %d clients, %d mixed calls", s.Clients, s.Calls),
-		Text: []string{
-			"One run of `make soak`'s load test (test/load `TestLoadConsistency`): a built `aacmcp serve` on its own " +
-				"data folder, three workspaces, tokens of every role, all eleven tools over both transports, two thirds " +
-				"of the calls writes and a share that must be refused, each of the clients calling again as soon as it " +
-				"is answered; the run counts only if every consistency check passes (one audit record per call, " +
-				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, issue 17 " +
-				"states these goals as absolute figures on this machine, so they move with its load: " +
-				"docs/security.md gives several runs.",
-			fmt.Sprintf("%.0f calls/s over %.1f s; latency mean %.1f ms, p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms; "+
-				"%.0f%% of the slowest 1%% were writes.", s.CallsPerSec, s.Seconds, s.Mean, s.P50, s.P95, s.P99, s.Max, 100*s.SlowestWrites),
-			fmt.Sprintf("The clients are a closed loop, so the mean latency is bounded by Little's law: %d clients at %.0f calls/s "+
-				"are answered in at most %.1f ms on average (measured: %.1f ms). A quantile can only be cut below that "+
-				"by raising the throughput or by narrowing the spread around the mean: %s.",
-				s.Clients, s.CallsPerSec, float64(s.Clients)/s.CallsPerSec*1000, s.Mean, littleNote(s, soakMaxP95, s.P95)),
-		},
-		Table: report.Table{Header: []string{"tool", "calls", "p50", "p95", "p99"}},
-	}
-	for _, t := range s.Tools {
-		sec.Table.Rows = append(sec.Table.Rows, []string{t.Tool, fmt.Sprint(t.Calls),
-			fmt.Sprintf("%.1f ms", t.P50), fmt.Sprintf("%.1f ms", t.P95), fmt.Sprintf("%.1f ms", t.P99)})
-	}
-	b.rep.Sections = append(b.rep.Sections, sec)
-	return nil
+	return s, nil
 }
 
 // littleNote says how far a latency quantile q is from its goal in terms of the
-// mean: the spread q/mean that the goal would need at this run's mean, against
-// the measured one.
-func littleNote(s server.Summary, goal, q float64) string {
-	if s.Mean <= 0 {
+// mean: the spread q/mean that the goal would need at this mean, against the
+// measured one.
+func littleNote(mean, goal, q float64) string {
+	if mean <= 0 {
 		return "mean latency not reported"
 	}
-	return fmt.Sprintf("%.0f ms needs the quantile within %.2fx of the %.1f ms mean; it was %.2fx", goal, goal/s.Mean, s.Mean, q/s.Mean)
+	return fmt.Sprintf("%.0f ms needs the quantile within %.2fx of the %.1f ms mean; it was %.2fx", goal, goal/mean, mean, q/mean)
 }
