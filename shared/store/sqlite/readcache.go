@@ -44,11 +44,11 @@ const (
 // Issues are judged one by one. Issue writes are most of a busy server's
 // transactions (one every few hundred microseconds in make soak), and with one
 // generation for every issue each of them made every cached issue a miss: get_issue
-// nearly always went back to SQLite. A write transaction on one issue (Store.
-// writeIssue) instead records, under mu, the clock value it moves the issue's
-// clock to (issueWrites, by workspace and issue id); a transaction that cannot name
-// the issues it touched, an external writer's session, or a full issueWrites raises
-// issueFloor to a new clock value instead, which every issue entry is judged
+// nearly always went back to SQLite. An issue-side write transaction (Store.
+// writeIssue) instead records, under mu, for each issue it names, the value it
+// moves issueClock to (issueWrites, by workspace and issue id). Every other write
+// transaction (Store.write), an external writer's session, and a full issueWrites
+// raise issueFloor to a new clock value instead, which every issue entry is judged
 // against too. An entry is good while its tag is at least both.
 //
 // Why that is exact: a read loads issueClock before it reads the database and tags
@@ -109,8 +109,8 @@ func (c *readCache) invalidate() {
 	c.invalidateIssues()
 }
 
-// invalidateIssues makes every issue kept so far stale: called after a write
-// transaction that may have touched issues it cannot name.
+// invalidateIssues makes every issue kept so far stale (invalidate's half for the
+// issues).
 func (c *readCache) invalidateIssues() {
 	c.mu.Lock()
 	c.issueFloor = c.issueClock.Add(1)
