@@ -72,8 +72,9 @@ type usageQueue struct {
 	flushes  int64
 	// uncounted holds event ids of queued or in-flight increments that ListUsage
 	// found missing from usage_events, so that the next one need not look them up
-	// again: each dashboard call probed every queued id of its workspace (about a
-	// quarter of the call's CPU in make soak). Only a commit of usage_events (a
+	// again: each dashboard call probed every queued id of its workspace, and
+	// ListUsage was 6.7% of serve's CPU in a profiled soak, for 4.3% of the calls
+	// (docs/decisions.md). Only a commit of usage_events (a
 	// flush or RecoverUsage; serve is their one writer) can make such an id counted:
 	// a flush deletes the ids it committed, a failed flush or a recovery forgets them
 	// all, and each of those moves epoch, so a lookup that raced one is not kept.
