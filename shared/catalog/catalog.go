@@ -27,12 +27,20 @@ type Annotations struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
 
 // Call is what a handler sees. Args have already passed scope, confirm and schema checks.
 type Call struct {
-	Principal      auth.Principal
-	Role           store.Role      // from the member record read at call time
+	Principal auth.Principal
+	// Role gives the caller's role, from the member record read at call time; nil
+	// for a handler that sees none (read-only tools, and non-destructive writes on a
+	// network store). On a network store the member check runs beside a delete's
+	// handler, so the handler's reads overlap it: Role waits for that check, and
+	// answers "" if it refused (the guard then answers with its refusal).
+	Role           func() store.Role
 	Args           json.RawMessage // validated against the tool's InputSchema
 	Now            time.Time       // UTC; one clock per call
 	IdempotencyKey string          // "" when absent
 }
+
+// KnownRole is a Call's Role where the member check has already decided.
+func KnownRole(r store.Role) func() store.Role { return func() store.Role { return r } }
 
 // ReadHandler runs a read-only tool. It gets a store.Reader, so the compiler refuses a
 // mutation in it.

@@ -125,7 +125,7 @@ func (f *fixture) callWith(q store.Queries, who caller, tool, args string) (stri
 	f.calls++
 	c := Call{
 		Principal: auth.Principal{WorkspaceID: who.ws, UserID: who.user, TokenID: "tok", Scopes: auth.AllScopes},
-		Role:      who.role, Args: json.RawMessage(args), Now: testNow.Add(time.Duration(f.calls) * time.Second),
+		Role:      KnownRole(who.role), Args: json.RawMessage(args), Now: testNow.Add(time.Duration(f.calls) * time.Second),
 	}
 	var res any
 	var err error

@@ -75,7 +75,7 @@ func FuzzToolArguments(f *testing.F) {
 		checkResourceID(t, tool, args)
 		c := Call{
 			Principal: auth.Principal{WorkspaceID: wsDemo, UserID: admin, Scopes: auth.AllScopes},
-			Role:      store.RoleAdmin, Args: args, Now: testNow,
+			Role:      KnownRole(store.RoleAdmin), Args: args, Now: testNow,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -350,7 +350,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 			return Result{InputRequired: ir}
 		}
 	}
-	tc := catalog.Call{Principal: *p, Role: role, Args: a.raw, Now: c.now, IdempotencyKey: key}
+	tc := catalog.Call{Principal: *p, Role: catalog.KnownRole(role), Args: a.raw, Now: c.now, IdempotencyKey: key}
 	if key != "" {
 		return g.runIdempotent(ctx, c, tc, key)
 	}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -69,9 +70,10 @@ func first(ks ...*check) *apperr.Error {
 //   - A write handler runs beside both too, with a write gate on its context
 //     (store.WithWriteGate): it may read, but its first write waits for both checks
 //     and fails with the refusal if either refuses, so a refused call writes
-//     nothing. Such a handler sees no Role, like a read-only one; a destructive
-//     tool's handler needs it (who may delete what), so it starts after the checks,
-//     and its human confirmation's read runs beside them instead.
+//     nothing. Such a handler sees no Role, like a read-only one.
+//   - A delete's handler also starts at once (runDestructive): its item reads
+//     overlap the checks and the human confirmation, which its gate waits for too,
+//     and the role it judges the item's owner by waits for the member check.
 func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
 	var limit *check
 	if g.limiter != nil {
@@ -100,33 +102,8 @@ func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t 
 	}
 	gctx := store.WithWriteGate(ctx, gate)
 	tc := catalog.Call{Principal: p, Args: a.raw, Now: c.now, IdempotencyKey: key}
-
 	if t.Annotations.Destructive {
-		// The role decides who may delete what, so the handler starts once it is
-		// known; the confirmation's reads (policy, item) overlap the member check,
-		// which it waits for only to judge the item's owner, and anything the
-		// confirmation writes (its nonce) waits for the gate.
-		var ir *InputRequired
-		confirmed := g.goCheck("the human confirmation", func() *apperr.Error {
-			var err *apperr.Error
-			// A refused member check gives no role: nobody is asked, and the
-			// refusal below is the member check's.
-			roleOf := func() store.Role {
-				if member.wait() != nil {
-					return ""
-				}
-				return role
-			}
-			ir, err = g.humanConfirmation(gctx, c, p, roleOf, t, a)
-			return err
-		})
-		if err := first(limit, member, confirmed); err != nil {
-			return Result{Err: err}
-		}
-		if ir != nil {
-			return Result{InputRequired: ir}
-		}
-		tc.Role = role
+		return g.runDestructive(ctx, gctx, c, p, t, a, tc, limit, member, &role)
 	}
 
 	var res Result
@@ -139,6 +116,66 @@ func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t 
 	if err := first(limit, member); err != nil {
 		// Refused: whatever the handler did was a read, and its result is dropped.
 		return Result{Err: err}
+	}
+	return res
+}
+
+// errAsked is what a delete's writes fail with while a person has yet to be asked
+// (the human confirmation answered InputRequired). The handler's error is dropped:
+// the call's answer is the question.
+var errAsked = errors.New("guard: the delete waits for a person's confirmation")
+
+// runDestructive is runOverlapped for a delete. Its handler starts beside the
+// limiter, the member check and the human confirmation: the item's reads (a lookup,
+// then the item, then its tombstone) are most of a delete's round trips, and none
+// of them needs a check's verdict. Two things do, and each waits for it:
+//
+//   - the permission rule (catalog's mayDelete) judges the item's owner by
+//     tc.Role, which waits for the member check and gives no role if it refused;
+//   - every write waits for a gate that passes only once the limiter, the member
+//     check and the confirmation have passed and no person is to be asked
+//     (errAsked). The confirmation's own write (spending the answer's nonce) waits
+//     only for the first two (gctx), so it still happens before the delete.
+//
+// So a refused or unconfirmed delete writes nothing, and its answer is the earliest
+// check's, exactly as in sequence; the handler's answer is used only if all passed.
+func (g *Guard) runDestructive(ctx, gctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args, tc catalog.Call, limit, member *check, role *store.Role) Result {
+	// roleOf is the member check's role, once it has decided; a refused check gives
+	// none, so nobody is asked and no item is judged deletable.
+	roleOf := func() store.Role {
+		if member.wait() != nil {
+			return ""
+		}
+		return *role
+	}
+	var ir *InputRequired
+	confirmed := g.goCheck("the human confirmation", func() *apperr.Error {
+		var err *apperr.Error
+		ir, err = g.humanConfirmation(gctx, c, p, roleOf, t, a)
+		return err
+	})
+	hctx := store.WithWriteGate(ctx, func() error {
+		if err := first(limit, member, confirmed); err != nil {
+			return err
+		}
+		if ir != nil {
+			return errAsked
+		}
+		return nil
+	})
+	tc.Role = roleOf
+
+	var res Result
+	if tc.IdempotencyKey != "" {
+		res = g.runIdempotent(hctx, c, tc, tc.IdempotencyKey)
+	} else {
+		res = g.invoke(hctx, c, tc)
+	}
+	if err := first(limit, member, confirmed); err != nil {
+		return Result{Err: err}
+	}
+	if ir != nil {
+		return Result{InputRequired: ir}
 	}
 	return res
 }

@@ -3,6 +3,8 @@ package guard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +24,11 @@ import (
 // reached it.
 type gatedStore struct {
 	*memory.Store
-	writes atomic.Int64
+	writes     atomic.Int64
+	read       chan struct{} // closed by the first DeleteIssue's read; nil: not used
+	readOnce   sync.Once
+	slowMember bool
+	late       atomic.Bool // a check waited for a read that never came before it
 }
 
 func (s *gatedStore) ConcurrentReads() bool { return true }
@@ -34,6 +40,139 @@ func (s *gatedStore) CreateIssue(ctx context.Context, ws string, in store.NewIss
 	s.writes.Add(1)
 	return s.Store.CreateIssue(ctx, ws, in)
 }
+
+// DeleteIssue is the DynamoDB store's order: read the item, judge its owner by the
+// call's rule, then write, each write waiting for the gate. read is closed once the
+// item has been read, so a check can wait for the handler to have started.
+func (s *gatedStore) DeleteIssue(ctx context.Context, ws, id string, allow store.DeleteCheck) (store.DeleteResult, error) {
+	is, err := s.Store.GetIssue(ctx, ws, id)
+	if s.read != nil {
+		s.readOnce.Do(func() { close(s.read) })
+	}
+	if err != nil {
+		return store.DeleteResult{}, err
+	}
+	if err := allow.Allow(is.CreatedBy); err != nil {
+		return store.DeleteResult{}, err
+	}
+	if err := store.AwaitWriteGate(ctx); err != nil {
+		return store.DeleteResult{}, err
+	}
+	s.writes.Add(1)
+	return s.Store.DeleteIssue(ctx, ws, id, allow)
+}
+
+// GetMember waits for the delete handler's read when slowMember is set: the member
+// check then decides only after the handler has started.
+func (s *gatedStore) GetMember(ctx context.Context, ws, user string) (store.Member, error) {
+	if s.slowMember {
+		awaitRead(s.read, &s.late)
+	}
+	return s.Store.GetMember(ctx, ws, user)
+}
+
+// awaitRead waits for the handler's read. The timeout only ends a wait that the code
+// under test never ends, when the handler runs after the checks instead of beside
+// them; late records it, and the test fails on that, not on how long anything took.
+func awaitRead(read <-chan struct{}, late *atomic.Bool) {
+	select {
+	case <-read:
+	case <-time.After(10 * time.Second):
+		late.Store(true)
+	}
+}
+
+// afterRead is a limiter that decides only once the delete handler has read its
+// item, allowing or refusing the call.
+type afterRead struct {
+	read  <-chan struct{}
+	late  *atomic.Bool
+	allow bool
+}
+
+func (l afterRead) Allow(context.Context, auth.Principal, string, time.Time) (time.Duration, error) {
+	awaitRead(l.read, l.late)
+	if l.allow {
+		return 0, nil
+	}
+	return time.Minute, nil
+}
+
+// TestOverlappedDelete: on a network store a delete's handler starts beside the
+// limiter, the member check and the human confirmation, so its item reads cost no
+// round trip of their own. Yet the permission rule judges the item by the checked
+// role (an admin whose member check decides after the read may delete another's
+// issue), and a call any check refuses, or whose person is yet to be asked, deletes
+// nothing and gets the check's answer.
+func TestOverlappedDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		user       string
+		limit      *bool // the limiter's verdict after the read; nil: no limiter
+		slowMember bool
+		policy     string
+		want       apperr.Code
+		asked      bool
+		deleted    bool
+	}{
+		{name: "admin, limiter after the read", user: gt.Admin, limit: ptr(true), deleted: true},
+		{name: "admin, member check after the read", user: gt.Admin, slowMember: true, deleted: true},
+		{name: "rate limited after the read", user: gt.Admin, limit: ptr(false), want: apperr.RateLimited},
+		{name: "viewer, member check after the read", user: gt.Viewer, slowMember: true, want: apperr.PermissionDenied},
+		{name: "outsider", user: gt.Outsider, want: apperr.PermissionDenied},
+		{name: "not the creator", user: gt.Member2, slowMember: true, want: apperr.PermissionDenied},
+		{name: "the creator", user: gt.Member, limit: ptr(true), deleted: true},
+		{name: "person to be asked", user: gt.Admin, limit: ptr(true), policy: "elicit", asked: true},
+		{name: "person required, client cannot ask", user: gt.Admin, limit: ptr(true), policy: "require", want: apperr.HumanConfirmationRequired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := gt.NewWorld(t)
+			st := &gatedStore{Store: w.Store, read: make(chan struct{}), slowMember: tc.slowMember}
+			keys, err := confirm.EphemeralKeyring()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := guard.Config{Catalog: w.Catalog, Store: st, Audit: &gt.MemorySink{}, Confirmations: st, Keyring: keys}
+			if tc.limit != nil {
+				cfg.Limiter = afterRead{read: st.read, late: &st.late, allow: *tc.limit}
+			}
+			g := guard.New(cfg)
+			if tc.policy != "" {
+				if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, tc.policy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := g.Call(ctx, guard.Request{
+				Principal: gt.Principal(gt.WS, tc.user, auth.AllScopes...), Tool: "delete_issue",
+				Args: json.RawMessage(`{"issue_id":"` + is.ID + `","confirm":true}`), Transport: audit.TransportMCP,
+				CanElicit: tc.policy == "elicit",
+			})
+			if st.late.Load() {
+				t.Error("a check decided before the handler read its item: the handler did not start beside the checks")
+			}
+			if code(res) != tc.want || (res.InputRequired != nil) != tc.asked {
+				t.Fatalf("code = %q, input required %v; want %q, %v (%v)", code(res), res.InputRequired != nil, tc.want, tc.asked, res.Err)
+			}
+			if (tc.want != "" || tc.asked) && res.JSON != nil {
+				t.Errorf("refused call carries a result: %s", res.JSON)
+			}
+			_, err = w.Store.GetIssue(ctx, gt.WS, is.ID)
+			if deleted := errors.Is(err, store.ErrNotFound); deleted != tc.deleted {
+				t.Errorf("deleted = %v, want %v (%v)", deleted, tc.deleted, err)
+			}
+			if n, want := st.writes.Load(), map[bool]int64{true: 1}[tc.deleted]; n != want {
+				t.Errorf("writes = %d, want %d", n, want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // slowDeny refuses every call, after a while: the handler has long started by then.
 type slowDeny struct{}
