@@ -550,22 +550,31 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	if err != nil {
 		return store.DeleteResult{}, err
 	}
-	// The key's tombstone repeats the id's (same content: a plain put is idempotent).
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item:      encodeTombstone(goneKeyPK(ws, is.Key), res, ""),
-	}); err != nil {
-		return store.DeleteResult{}, fail(op, err)
-	}
-	children, err := s.queryAll(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: item{":pk": avS(issuePK(ws, is.ID))},
-		ProjectionExpression:      aws.String("PK, SK"),
-		ConsistentRead:            aws.Bool(true),
-	}, op)
-	if err != nil {
-		return store.DeleteResult{}, err
+	// The key's tombstone repeats the id's (same content: a plain put is idempotent),
+	// so it follows the put that decided the content. The children's Query goes
+	// beside it: it reads what the cascade below deletes, and nothing deletes before
+	// both are done.
+	var children []item
+	errs := together(func() error {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table),
+			Item:      encodeTombstone(goneKeyPK(ws, is.Key), res, ""),
+		})
+		return fail(op, err)
+	}, func() (err error) {
+		children, err = s.queryAll(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			KeyConditionExpression:    aws.String("PK = :pk"),
+			ExpressionAttributeValues: item{":pk": avS(issuePK(ws, is.ID))},
+			ProjectionExpression:      aws.String("PK, SK"),
+			ConsistentRead:            aws.Bool(true),
+		}, op)
+		return err
+	})
+	for _, err := range errs {
+		if err != nil {
+			return store.DeleteResult{}, err
+		}
 	}
 	var keys []item
 	for _, c := range children {
