@@ -101,11 +101,11 @@ func (d deletion[A]) tool(t Tool) Tool {
 
 // mayDelete is the permission rule of the delete tools: admins delete anything,
 // members what they created or wrote (the guard turns away viewers and non-members;
-// where its member check runs beside the handler, c.Role waits for it, so the rule is
-// judged on the checked role). The store applies it in the delete itself, to the item or, on a
-// repeat, to its tombstone (docs/architecture.md section 2: the first result again,
-// judged by the same rule), and only once it has found either, so the spec's order
-// holds: existence, then permission, then the delete.
+// where its member check runs beside the handler, c.Role waits for it, so the rule
+// is judged on the checked role). The store applies it in the delete itself, to the
+// item or, on a repeat, to its tombstone (docs/architecture.md section 2: the first
+// result again, judged by the same rule), and only once it has found either, so the
+// spec's order holds: existence, then permission, then the delete.
 func mayDelete(c Call, denied string) store.DeleteCheck {
 	return func(owner string) error {
 		var role store.Role

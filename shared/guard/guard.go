@@ -351,8 +351,15 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 		}
 	}
 	tc := catalog.Call{Principal: *p, Role: catalog.KnownRole(role), Args: a.raw, Now: c.now, IdempotencyKey: key}
-	if key != "" {
-		return g.runIdempotent(ctx, c, tc, key)
+	return g.runTool(ctx, c, tc)
+}
+
+// runTool runs the handler once the pipeline has admitted the call (or, on a
+// network store, beside its checks): through its idempotency record when the call
+// carries a key.
+func (g *Guard) runTool(ctx context.Context, c *call, tc catalog.Call) Result {
+	if tc.IdempotencyKey != "" {
+		return g.runIdempotent(ctx, c, tc, tc.IdempotencyKey)
 	}
 	return g.invoke(ctx, c, tc)
 }

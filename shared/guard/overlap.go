@@ -106,13 +106,7 @@ func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t 
 		return g.runDestructive(ctx, gctx, c, p, t, a, tc, limit, member, &role)
 	}
 
-	var res Result
-	switch {
-	case key != "":
-		res = g.runIdempotent(gctx, c, tc, key)
-	default:
-		res = g.invoke(gctx, c, tc)
-	}
+	res := g.runTool(gctx, c, tc)
 	if err := first(limit, member); err != nil {
 		// Refused: whatever the handler did was a read, and its result is dropped.
 		return Result{Err: err}
@@ -165,12 +159,7 @@ func (g *Guard) runDestructive(ctx, gctx context.Context, c *call, p auth.Princi
 	})
 	tc.Role = roleOf
 
-	var res Result
-	if tc.IdempotencyKey != "" {
-		res = g.runIdempotent(hctx, c, tc, tc.IdempotencyKey)
-	} else {
-		res = g.invoke(hctx, c, tc)
-	}
+	res := g.runTool(hctx, c, tc)
 	if err := first(limit, member, confirmed); err != nil {
 		return Result{Err: err}
 	}

@@ -571,10 +571,8 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 		}, op)
 		return err
 	})
-	for _, err := range errs {
-		if err != nil {
-			return store.DeleteResult{}, err
-		}
+	if err := errors.Join(errs...); err != nil {
+		return store.DeleteResult{}, err
 	}
 	var keys []item
 	for _, c := range children {
