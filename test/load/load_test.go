@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,9 +56,11 @@ func TestLoadConsistency(t *testing.T) {
 	p := server.Start(t, dir)
 
 	wl := newWorkload("load", server.NewClient(p.Base, clients), w, clients, calls, *seedFlag)
+	cpu0 := cpuNow(t, p.Pid())
 	start := time.Now()
 	wl.run(context.Background())
 	elapsed := time.Since(start)
+	cpu := cpuNow(t, p.Pid()).since(cpu0)
 	p.Stop(t)
 
 	f := checkCalls(t, wl.calls, exact)
@@ -76,9 +79,12 @@ func TestLoadConsistency(t *testing.T) {
 	}
 	t.Logf("%d clients, %s in %v (%.0f calls/s); latency %s", clients, f, elapsed.Round(time.Millisecond),
 		float64(f.calls)/elapsed.Seconds(), latencySummary(wl.calls))
+	t.Logf("CPU during the load: aacmcp serve %.2f s (%.2f cores, %.0f µs a call), the load generator %.2f s (%.2f cores), of %d cores",
+		cpu.server.Seconds(), cpu.server.Seconds()/elapsed.Seconds(), float64(cpu.server.Microseconds())/float64(f.calls),
+		cpu.load.Seconds(), cpu.load.Seconds()/elapsed.Seconds(), runtime.NumCPU())
 	t.Logf("latency by tool:\n%s", toolLatencies(wl.calls))
 	if *summaryFlag != "" && !t.Failed() {
-		writeSummary(t, *summaryFlag, clients, f.calls, elapsed, wl.calls)
+		writeSummary(t, *summaryFlag, clients, f.calls, elapsed, cpu, wl.calls)
 	}
 }
 

@@ -590,7 +590,7 @@ func toolLatencies(calls []call) string {
 	return b.String()
 }
 
-func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Duration, calls []call) {
+func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Duration, cpu cpuUse, calls []call) {
 	t.Helper()
 	var ans []call
 	for _, c := range calls {
@@ -614,6 +614,7 @@ func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Dur
 		Clients: clients, Calls: made, Seconds: elapsed.Seconds(),
 		CallsPerSec: float64(made) / elapsed.Seconds(), Mean: ms(meanLatency(ans)),
 		P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),
+		ServerCPU: cpu.server.Seconds(), LoadCPU: cpu.load.Seconds(),
 		SlowestWrites: float64(writes) / float64(len(tail)),
 		Tools:         byTool(calls),
 	}
@@ -630,4 +631,25 @@ func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Dur
 var writeTools = map[string]bool{
 	"create_issue": true, "update_issue": true, "comment_issue": true, "assign_issue_to_agent": true,
 	"trigger_autopilot": true, "delete_comment": true, "delete_issue": true,
+}
+
+// cpuUse is the processor time of the server and of this process (the load
+// generator), read together.
+type cpuUse struct{ server, load time.Duration }
+
+func cpuNow(t *testing.T, serverPid int) cpuUse {
+	t.Helper()
+	s, err := server.ProcessCPU(serverPid)
+	if err != nil {
+		t.Fatalf("the server's CPU time: %v", err)
+	}
+	l, err := server.ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatalf("the load generator's CPU time: %v", err)
+	}
+	return cpuUse{server: s, load: l}
+}
+
+func (u cpuUse) since(before cpuUse) cpuUse {
+	return cpuUse{server: u.server - before.server, load: u.load - before.load}
 }

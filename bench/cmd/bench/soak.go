@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"github.com/aacworkflow/aacmcp/bench/report"
@@ -91,13 +92,16 @@ func (b *bench) soak(ctx context.Context) error {
 				"(the median run) are answered in at most %.1f ms on average (measured: %.1f ms). A quantile can only be cut below that "+
 				"by raising the throughput or by narrowing the spread around the mean: %s.",
 				m.Clients, m.CallsPerSec, float64(m.Clients)/m.CallsPerSec*1000, m.Mean, littleNote(m.Mean, soakMaxP95, m.P95)),
+			cpuNote(m),
 		},
-		Table: report.Table{Header: []string{"run", "calls/s", "seconds", "mean", "p50", "p95", "p99", "max", "writes in the slowest 1%"}},
+		Table: report.Table{Header: []string{"run", "calls/s", "seconds", "mean", "p50", "p95", "p99", "max", "writes in the slowest 1%",
+			"serve CPU", "load generator CPU"}},
 	}
 	for i, s := range runs {
 		sec.Table.Rows = append(sec.Table.Rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.0f", s.CallsPerSec), fmt.Sprintf("%.1f", s.Seconds),
 			fmt.Sprintf("%.1f ms", s.Mean), fmt.Sprintf("%.1f ms", s.P50), fmt.Sprintf("%.1f ms", s.P95), fmt.Sprintf("%.1f ms", s.P99),
-			fmt.Sprintf("%.1f ms", s.Max), fmt.Sprintf("%.0f%%", 100*s.SlowestWrites)})
+			fmt.Sprintf("%.1f ms", s.Max), fmt.Sprintf("%.0f%%", 100*s.SlowestWrites),
+			cores(s.ServerCPU, s.Seconds), cores(s.LoadCPU, s.Seconds)})
 	}
 	b.rep.Sections = append(b.rep.Sections, sec)
 	tools := report.Section{
@@ -141,4 +145,23 @@ func littleNote(mean, goal, q float64) string {
 		return "mean latency not reported"
 	}
 	return fmt.Sprintf("%.0f ms needs the quantile within %.2fx of the %.1f ms mean; it was %.2fx", goal, goal/mean, mean, q/mean)
+}
+
+// cores gives processor seconds over a wall time as the cores they kept busy.
+func cores(cpu, seconds float64) string {
+	return fmt.Sprintf("%.2f cores", cpu/seconds)
+}
+
+// cpuNote says where the machine's cores went in the run s: what the server spends on
+// a call bounds its throughput on the cores the load generator leaves it, and through
+// Little's law the mean latency of a closed loop.
+func cpuNote(s server.Summary) string {
+	perCall := s.ServerCPU / float64(s.Calls)
+	n := runtime.NumCPU()
+	ceiling := float64(n) / perCall
+	return fmt.Sprintf("Where the cores went (the same run, from /proc/<pid>/stat before and after the load): `aacmcp serve` used %.2f s of CPU "+
+		"(%.0f µs a call, %s) and the load generator, the test process that makes the calls and checks each answer, %.2f s (%s) of the %d cores. "+
+		"At %.0f µs a call the server alone on all %d cores would answer at most %.0f calls/s, a mean of at least %.1f ms for %d clients.",
+		s.ServerCPU, perCall*1e6, cores(s.ServerCPU, s.Seconds), s.LoadCPU, cores(s.LoadCPU, s.Seconds), n,
+		perCall*1e6, n, ceiling, float64(s.Clients)/ceiling*1000, s.Clients)
 }

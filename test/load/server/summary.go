@@ -16,6 +16,12 @@ type Summary struct {
 	P95  float64 `json:"p95_ms"`
 	P99  float64 `json:"p99_ms"`
 	Max  float64 `json:"max_ms"`
+	// ServerCPU and LoadCPU are the processor seconds that aacmcp serve and the load
+	// generator (the test process: clients, checks of each answer, bookkeeping) used
+	// during the load. They share the machine's cores, so LoadCPU/Seconds cores were
+	// not the server's to use.
+	ServerCPU float64 `json:"server_cpu_seconds"`
+	LoadCPU   float64 `json:"load_generator_cpu_seconds"`
 	// SlowestWrites is the share of writes among the slowest 1% of the calls.
 	SlowestWrites float64       `json:"slowest_1pct_writes_share"`
 	Tools         []ToolLatency `json:"tools"` // slowest p95 first
