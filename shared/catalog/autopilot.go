@@ -11,6 +11,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/autopilot"
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -101,10 +102,14 @@ func (h *autopilotHandler) trigger(ctx context.Context, c Call, a triggerArgs, q
 		return nil, err
 	}
 
+	// A dispatch waits for an fsync or a webhook's answer and retries: the call's
+	// CPU slot can serve another call meanwhile.
+	resume := cpuslot.Park(ctx)
 	derr := h.dispatcher.Dispatch(ctx, autopilot.Job{
 		RunID: run.ID, WorkspaceID: ws, IssueID: run.IssueID, IssueKey: run.IssueKey,
 		Instructions: run.Instructions, RequestedBy: run.RequestedBy, CreatedAt: run.CreatedAt,
 	})
+	resume()
 	run.Attempts++
 	run.UpdatedAt = c.Now
 	switch {

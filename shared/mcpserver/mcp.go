@@ -242,6 +242,11 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r, done, ok := h.takeSlot(r)
+	defer done()
+	if !ok {
+		return
+	}
 	env, batch, perr := parseEnvelope(body)
 	isCall := perr == nil && !batch && env.Method == string(mcp.MethodToolsCall)
 	var (

@@ -102,6 +102,11 @@ func (h *handler) serveToolCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	r, done, ok := h.takeSlot(r)
+	defer done()
+	if !ok {
+		return
+	}
 	name := r.PathValue("name")
 	if _, ok := h.authenticate(w, r, name, body, nil, false); !ok {
 		return

@@ -31,6 +31,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 )
 
 // DefaultMaxBodyBytes caps request bodies when Config.MaxBodyBytes is zero.
@@ -61,6 +62,12 @@ type Config struct {
 	// MaxBodyBytes caps request bodies (default DefaultMaxBodyBytes); larger bodies
 	// get 413 before anything is parsed.
 	MaxBodyBytes int64
+	// CPUSlots bounds the tool calls (POST /mcp, POST /tools/{name}) that run at
+	// once, handing a free slot to the one that arrived first; a call gives its slot
+	// up while it waits for the store's writer or the audit log. 0 runs every call
+	// at once, as the Lambda function does (one call per instance). See
+	// docs/architecture.md, "Oldest call first".
+	CPUSlots int
 	// ServerName and ServerVersion are reported in MCP initialize and the metadata.
 	ServerName, ServerVersion string
 	Logger                    *slog.Logger
@@ -76,6 +83,7 @@ type handler struct {
 	mux     *http.ServeMux
 	mcp     http.Handler
 	maxBody int64
+	slots   *cpuslot.Gate // nil: no bound
 }
 
 // New returns the HTTP handler serving every route of docs/architecture.md section 5.
@@ -99,6 +107,9 @@ func New(cfg Config, g *guard.Guard, cat *catalog.Catalog, src PrincipalSource) 
 	}
 	h.cfg.PublicURL = strings.TrimRight(h.cfg.PublicURL, "/")
 	h.mcp = h.newMCPHandler()
+	if cfg.CPUSlots > 0 {
+		h.slots = cpuslot.New(cfg.CPUSlots)
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", h.serveMCP)
@@ -169,7 +180,7 @@ func serveHealth(w http.ResponseWriter, _ *http.Request) {
 // ServeHTTP runs the checks every route shares, then the route, and logs one line.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id"))}
+	st := &reqState{requestID: requestID(r.Header.Get("X-Request-Id")), arrival: start}
 	st.rw.ResponseWriter = w
 	rw := &st.rw
 	st.requestIDHeader[0] = st.requestID
@@ -210,6 +221,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody)
 	}
 	h.mux.ServeHTTP(rw, r)
+}
+
+// takeSlot waits for the call's CPU slot (Config.CPUSlots) once its body is read:
+// a client slow to send its body holds no slot. ok=false means the client went away
+// while the call was queued; there is nobody to answer.
+func (h *handler) takeSlot(r *http.Request) (_ *http.Request, done func(), ok bool) {
+	if h.slots == nil {
+		return r, func() {}, true
+	}
+	ctx, done, err := h.slots.Enter(r.Context(), stateOf(r.Context()).arrival)
+	if err != nil {
+		st := stateOf(r.Context())
+		st.outcome = "client_gone"
+		return r, done, false
+	}
+	return r.WithContext(ctx), done, true
 }
 
 // readBody reads the (already size-capped) body; ok=false means the response has
@@ -417,6 +444,8 @@ type reqState struct {
 	tool, outcome string
 	// rw is the request's response writer, allocated with the state it belongs to.
 	rw statusWriter
+	// arrival orders the call among those waiting for a CPU slot.
+	arrival time.Time
 }
 
 type reqStateKey struct{}

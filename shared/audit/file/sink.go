@@ -15,6 +15,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -160,9 +161,9 @@ func New(dir string, opts ...Option) (*Sink, error) {
 // queued before it for the same file; or with an error if the write(2) or fsync that
 // carried it failed, in which case the line may or may not be in the file.
 //
-// ctx is not consulted: once queued, the line may be written at any moment, and a
-// caller told "not written" while it was would be misled.
-func (s *Sink) Write(_ context.Context, r audit.Record) error {
+// ctx's cancellation is not consulted: once queued, the line may be written at any
+// moment, and a caller told "not written" while it was would be misled.
+func (s *Sink) Write(ctx context.Context, r audit.Record) error {
 	if err := r.Validate(); err != nil {
 		return apperr.Internal(err)
 	}
@@ -172,6 +173,9 @@ func (s *Sink) Write(_ context.Context, r audit.Record) error {
 	}
 	req := newRequest(hour, r)
 	defer req.free()
+	// Waiting for the group's write(2) needs no core: the caller's CPU slot (which
+	// ctx carries) can serve another call meanwhile.
+	defer cpuslot.Park(ctx)()
 
 	s.mu.Lock()
 	if s.closed {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 	"github.com/aacworkflow/aacmcp/shared/retry"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -186,7 +187,9 @@ func (s *Store) UpdateUsage(ctx context.Context, inc store.UsageIncrement) error
 	}
 	signal(u.full)
 	// Backpressure. The increment is queued already and stays so whether or not
-	// this caller waits to the end: giving up only stops slowing it down.
+	// this caller waits to the end: giving up only stops slowing it down. The
+	// flusher needs no CPU slot of this call's, so the call gives it up meanwhile.
+	defer cpuslot.Park(ctx)()
 	select {
 	case <-flushed:
 	case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -329,5 +330,58 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 			t.Fatalf("database file %d bytes after the writes (%d before): nothing was checkpointed", size(), before)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestQueuedWriteGivesUpItsCPUSlot: a call waiting for the writer holds no CPU slot
+// (cpuslot), so a call that arrived after it runs meanwhile; and once committed it
+// takes its slot back before returning.
+func TestQueuedWriteGivesUpItsCPUSlot(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	g := cpuslot.New(1)
+	ctx, done, err := g.Enter(t.Context(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	release := sync.OnceFunc(hold(t, s)) // the write below waits for the writer
+	defer release()                      // on a failure too, or Close waits for ever
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.tx(ctx, func(q) error { return nil }) }()
+	waitQueued(t, s, 1)
+
+	// The one slot is free while the write waits: a newer call gets it.
+	entered := make(chan func(), 1)
+	go func() {
+		_, d, err := g.Enter(t.Context(), time.Now())
+		if err != nil {
+			t.Error(err)
+		}
+		entered <- d
+	}()
+	var doneNewer func()
+	select {
+	case doneNewer = <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("a newer call did not get the slot of a call waiting for the writer")
+	}
+	release()
+	// Committed, the write queues for its slot again instead of returning.
+	for deadline := time.Now().Add(time.Minute); g.Stats().Waiting != 1; time.Sleep(time.Millisecond) {
+		select {
+		case err := <-wrote:
+			t.Fatalf("the write returned (%v) while its call's slot was another's", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the committed write did not queue for its slot")
+		}
+	}
+	doneNewer() // the slot goes back to the older call, and its write returns
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Stats(); st.Free != 0 || st.Waiting != 0 {
+		t.Fatalf("after the write returned: %+v, want its call holding the one slot", st)
 	}
 }

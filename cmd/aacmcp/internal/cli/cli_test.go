@@ -133,6 +133,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"dynamo flag on sqlite", []string{"token", "list", "--data", data, "--table", "t"}, "--table needs --backend dynamodb"},
 		{"serve bad addr", []string{"serve", "--data", data, "--addr", "8080"}, "--addr"},
 		{"serve bad rate", []string{"serve", "--data", data, "--rate-limit", "fast"}, "--rate-limit"},
+		{"serve bad cpu slots", []string{"serve", "--data", data, "--cpu-slots", "-2"}, "--cpu-slots"},
 		{"serve webhook without secret", []string{"serve", "--data", data, "--autopilot-webhook", "https://runner.example.com/jobs"}, "--autopilot-secret-file"},
 		{"serve plain http webhook", []string{"serve", "--data", data, "--autopilot-webhook", "http://runner.example.com/jobs", "--autopilot-secret-file", "f"}, "--autopilot-webhook"},
 		{"serve bad origin", []string{"serve", "--data", data, "--allowed-origins", "example.com"}, "--allowed-origins"},

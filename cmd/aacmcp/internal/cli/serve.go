@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -49,6 +50,7 @@ type serveFlags struct {
 	authServers       []string
 	logLevel          string
 	compactEvery      time.Duration
+	cpuSlots          int
 	oauth             oauthFlags
 	jwt               jwtFlags
 }
@@ -85,6 +87,7 @@ full-scope and a read-only token, and prints them with ready client command line
 	f.DurationVar(&sf.compactEvery, "compact-every", time.Hour, "compact closed audit hours into Parquet this often in the background (0: never)")
 	f.StringSliceVar(&sf.allowedHosts, "allowed-hosts", nil, `Host header values accepted, comma-separated; "*" for any (default: loopback only)`)
 	f.StringSliceVar(&sf.authServers, "authorization-servers", splitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
+	f.IntVar(&sf.cpuSlots, "cpu-slots", -1, "tool calls run at once, oldest first; a call waiting for the database or the audit log frees its slot (-1: one per core Go uses; 0: no bound)")
 	f.StringVar(&sf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addOAuthFlags(c, g, &sf.oauth)
 	addJWTFlags(c, g, &sf.jwt)
@@ -111,11 +114,24 @@ func splitList(s string) []string {
 // peak RSS of 163 MB against 114 MB (docs/security.md). The operator's GOGC wins.
 const serveGCPercent = 400
 
+// slots is --cpu-slots with -1 resolved: one slot per core. Under make soak's load
+// (200 clients, 2 cores), one per core gave a lower p95 and p99 than two per core at
+// the same throughput, and both far lower than no bound (docs/security.md, round 10).
+func (sf *serveFlags) slots() int {
+	if sf.cpuSlots < 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return sf.cpuSlots
+}
+
 // checkFlags validates everything that needs no I/O, so a typo fails before the
 // database is opened.
 func (sf *serveFlags) check() (limiterRate *ratelimit.Rate, err error) {
 	if _, _, err := net.SplitHostPort(sf.addr); err != nil {
 		return nil, usagef("--addr %q: want host:port, such as 127.0.0.1:8080", sf.addr)
+	}
+	if sf.cpuSlots < -1 {
+		return nil, usagef("--cpu-slots %d: want -1 (one per core), 0 (no bound) or a positive count", sf.cpuSlots)
 	}
 	if sf.rateLimit != "" && sf.rateLimit != "off" {
 		r, err := ratelimit.Parse(sf.rateLimit)
@@ -301,6 +317,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 		AllowedOrigins:       sf.allowedOrigins,
 		AllowedHosts:         sf.allowedHosts,
 		Logger:               log,
+		CPUSlots:             sf.slots(),
 	}
 	if as != nil {
 		mcfg.OAuth = as
