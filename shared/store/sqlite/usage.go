@@ -246,6 +246,10 @@ func (s *Store) flushUsageLoop() {
 // watermark, in one transaction. On failure the increments stay queued.
 func (s *Store) FlushUsage(ctx context.Context) error {
 	u := &s.usage
+	// The flush under way may be a call's that is parked in its transaction and
+	// needs a CPU slot to finish: waiting for it holding one could leave every slot
+	// held by a call waiting here (docs/architecture.md, "Oldest call first").
+	defer cpuslot.Park(ctx)()
 	// One flush at a time: a flush that waits here for another returns only after
 	// that one's increments are committed (or queued again ahead of its own).
 	select {

@@ -385,3 +385,41 @@ func TestQueuedWriteGivesUpItsCPUSlot(t *testing.T) {
 		t.Fatalf("after the write returned: %+v, want its call holding the one slot", st)
 	}
 }
+
+// TestFlushWaitGivesUpItsCPUSlot: a call waiting for another's usage flush holds no
+// CPU slot. The flush under way may be a call's, parked in its transaction, that
+// needs a slot to finish: with every slot held by calls waiting for it, none would.
+func TestFlushWaitGivesUpItsCPUSlot(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	g := cpuslot.New(1)
+	s.usage.flushing <- struct{}{} // a flush under way
+	release := sync.OnceFunc(func() { <-s.usage.flushing })
+	defer release()
+
+	ctx, done, err := g.Enter(t.Context(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.FlushUsage(ctx) }()
+
+	entered := make(chan func(), 1)
+	go func() {
+		_, d, err := g.Enter(t.Context(), time.Now())
+		if err != nil {
+			t.Error(err)
+		}
+		entered <- d
+	}()
+	select {
+	case d := <-entered:
+		d()
+	case <-time.After(time.Minute):
+		t.Fatal("a call waiting for another's flush kept its CPU slot")
+	}
+	release()
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+}
