@@ -172,7 +172,8 @@ func (b *bench) throughput(ctx context.Context) error {
 			"of members and issues, dropped by every write), SQLite with 10,000 issues in the "+
 			"workspace and 10 other workspaces of 10,000 issues, the audit file sink (one JSON line per call, "+
 			"written before the answer; concurrent lines share a write(2)), the usage counter (queued, committed "+
-			"by a background flusher every 200 ms, rebuilt from the audit log after a crash), and its access log. bare is "+
+			"by a background flusher every 200 ms, rebuilt from the audit log after a crash), its access log, and its calls run "+
+			"oldest first, one per core at a time (--cpu-slots). bare is "+
 			"bench/bare (mcp-go, in memory, no auth, no audit); ts-sdk is bench/tspeer (official TypeScript SDK "+
 			"1.32.2, stateless Streamable HTTP, Node.js). get_issue rotates over 64 issues; list_issues asks for "+
 			"the first page of 25. %s", b.opt.requests, b.opt.concurrency, b.opt.rounds, identical)},

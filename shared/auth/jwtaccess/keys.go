@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
 )
 
 // maxDocument bounds a metadata or JWKS document: real ones are a few KiB.
@@ -74,11 +76,17 @@ func (ks *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 	switch {
 	case wait != nil:
 		ks.mu.Unlock()
+		// The issuer's answer needs no core of this call's: under aacmcp serve's
+		// CPU slots, a slow issuer must not hold every slot while the other calls,
+		// whatever their tokens, wait for one (docs/architecture.md).
+		resume := cpuslot.Park(ctx)
 		select {
 		case <-wait:
 		case <-ctx.Done():
+			resume()
 			return nil, fmt.Errorf("%w: %v", errFetch, ctx.Err())
 		}
+		resume()
 	case !ks.attemptedAt.IsZero() && now.Sub(ks.attemptedAt) < ks.cfg.MinRefreshInterval:
 		// Too soon to ask the issuer again: answer from what we have.
 		ks.mu.Unlock()
@@ -86,7 +94,9 @@ func (ks *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, er
 		wait = make(chan struct{})
 		ks.inflight, ks.attemptedAt = wait, now
 		ks.mu.Unlock()
+		resume := cpuslot.Park(ctx) // as above: the fetch is a wait for the network
 		ks.refresh(ctx, wait)
+		resume()
 	}
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
