@@ -13,6 +13,16 @@ var t0 = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
+// enter takes a slot for a request that arrived at at(ms), from the test's goroutine.
+func enter(t *testing.T, g *Gate, ms int) (context.Context, func()) {
+	t.Helper()
+	ctx, done, err := g.Enter(context.Background(), at(ms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, done
+}
+
 // queued waits until n requests wait for a slot, so that a test's order of events
 // is the order it means.
 func queued(t *testing.T, g *Gate, n int) {
@@ -30,10 +40,7 @@ func queued(t *testing.T, g *Gate, n int) {
 // queued in.
 func TestOldestFirst(t *testing.T) {
 	g := New(1)
-	_, done, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, done := enter(t, g, 0)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -77,15 +84,9 @@ func TestOldestFirst(t *testing.T) {
 // when its wait ends it goes ahead of requests newer than it that are still queued.
 func TestParkGivesTheSlotAndResumesAhead(t *testing.T) {
 	g := New(1)
-	old, doneOld, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resume := Park(old) // the slot is free now
-	_, doneNew, err := g.Enter(context.Background(), at(10))
-	if err != nil {
-		t.Fatalf("a newer request did not get the parked request's slot: %v", err)
-	}
+	old, doneOld := enter(t, g, 0)
+	resume := Park(old)           // the slot is free now
+	_, doneNew := enter(t, g, 10) // the parked request's slot
 	// A third, still newer, queues behind the second.
 	thirdIn := make(chan struct{})
 	go func() {
@@ -124,10 +125,7 @@ func TestParkGivesTheSlotAndResumesAhead(t *testing.T) {
 // queue and holds nothing.
 func TestCancelWhileQueued(t *testing.T) {
 	g := New(1)
-	_, done, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, done := enter(t, g, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -153,10 +151,7 @@ func TestCancelWhileQueued(t *testing.T) {
 // parked does not take a slot on resuming (nobody would give it back).
 func TestResumeAfterEndTakesNothing(t *testing.T) {
 	g := New(1)
-	ctx, done, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, done := enter(t, g, 0)
 	resume := Park(ctx)
 	done()
 	resume()
@@ -169,10 +164,7 @@ func TestResumeAfterEndTakesNothing(t *testing.T) {
 // ticket; the slot is given up once and taken back once.
 func TestGoroutinesShareOneSlot(t *testing.T) {
 	g := New(1)
-	ctx, done, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, done := enter(t, g, 0)
 	r1 := Park(ctx)
 	r2 := Park(ctx)
 	if s := g.Stats(); s.Free != 1 {
@@ -195,10 +187,7 @@ func TestGoroutinesShareOneSlot(t *testing.T) {
 // TestNoTicket: without a gate, or outside a request, everything is a no-op.
 func TestNoTicket(t *testing.T) {
 	var g *Gate
-	ctx, done, err := g.Enter(context.Background(), at(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, done := enter(t, g, 0)
 	Park(ctx)()
 	done()
 	Park(context.Background())()

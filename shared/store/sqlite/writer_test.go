@@ -351,20 +351,7 @@ func TestQueuedWriteGivesUpItsCPUSlot(t *testing.T) {
 	waitQueued(t, s, 1)
 
 	// The one slot is free while the write waits: a newer call gets it.
-	entered := make(chan func(), 1)
-	go func() {
-		_, d, err := g.Enter(t.Context(), time.Now())
-		if err != nil {
-			t.Error(err)
-		}
-		entered <- d
-	}()
-	var doneNewer func()
-	select {
-	case doneNewer = <-entered:
-	case <-time.After(time.Minute):
-		t.Fatal("a newer call did not get the slot of a call waiting for the writer")
-	}
+	doneNewer := newerCallGetsTheSlot(t, g, "a newer call did not get the slot of a call waiting for the writer")
 	release()
 	// Committed, the write queues for its slot again instead of returning.
 	for deadline := time.Now().Add(time.Minute); g.Stats().Waiting != 1; time.Sleep(time.Millisecond) {
@@ -404,22 +391,22 @@ func TestFlushWaitGivesUpItsCPUSlot(t *testing.T) {
 	flushed := make(chan error, 1)
 	go func() { flushed <- s.FlushUsage(ctx) }()
 
-	entered := make(chan func(), 1)
-	go func() {
-		_, d, err := g.Enter(t.Context(), time.Now())
-		if err != nil {
-			t.Error(err)
-		}
-		entered <- d
-	}()
-	select {
-	case d := <-entered:
-		d()
-	case <-time.After(time.Minute):
-		t.Fatal("a call waiting for another's flush kept its CPU slot")
-	}
+	newerCallGetsTheSlot(t, g, "a call waiting for another's flush kept its CPU slot")()
 	release()
 	if err := <-flushed; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newerCallGetsTheSlot waits for a call arriving now to get one of g's slots, which
+// shows that the calls before it gave theirs up, and returns that call's done.
+func newerCallGetsTheSlot(t *testing.T, g *cpuslot.Gate, failure string) (done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, done, err := g.Enter(ctx, time.Now())
+	if err != nil {
+		t.Fatalf("%s: %v", failure, err)
+	}
+	return done
 }
