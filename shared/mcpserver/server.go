@@ -230,10 +230,10 @@ func (h *handler) takeSlot(r *http.Request) (_ *http.Request, done func(), ok bo
 	if h.slots == nil {
 		return r, func() {}, true
 	}
-	ctx, done, err := h.slots.Enter(r.Context(), stateOf(r.Context()).arrival)
+	st := stateOf(r.Context())
+	ctx, done, err := h.slots.Enter(r.Context(), st.arrival)
 	if err != nil {
-		st := stateOf(r.Context())
-		st.outcome = "client_gone"
+		st.outcome = "client_gone" // for the access log
 		return r, done, false
 	}
 	return r.WithContext(ctx), done, true
