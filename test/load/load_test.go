@@ -29,7 +29,14 @@ var (
 	callsFlag   = flag.Int("calls", envInt("AACMCP_LOAD_CALLS", 2000), "calls in total (env AACMCP_LOAD_CALLS)")
 	seedFlag    = flag.Uint64("seed", uint64(envInt("AACMCP_LOAD_SEED", 1)), "workload seed (env AACMCP_LOAD_SEED)")
 	summaryFlag = flag.String("summary", "", "write TestLoadConsistency's figures to this JSON file once every check passed (make bench reads it)")
+	serveFlag   = flag.String("serve-args", "", `more flags for every aacmcp serve the tests start, space-separated, such as "--cpu-slots 0" (to compare settings under the same load)`)
 )
+
+// startServe starts aacmcp serve on dir with -serve-args.
+func startServe(t *testing.T, dir string) *server.Proc {
+	t.Helper()
+	return server.Start(t, dir, strings.Fields(*serveFlag)...)
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -53,7 +60,7 @@ func TestLoadConsistency(t *testing.T) {
 	}
 	dir := t.TempDir()
 	w := server.Seed(t, dir, tenants, hotPerTenant)
-	p := server.Start(t, dir)
+	p := startServe(t, dir)
 
 	wl := newWorkload("load", server.NewClient(p.Base, clients), w, clients, calls, *seedFlag)
 	cpu0 := cpuNow(t, p.Pid())
@@ -95,7 +102,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	dir := t.TempDir()
 	w := server.Seed(t, dir, tenants, hotPerTenant)
-	p := server.Start(t, dir)
+	p := startServe(t, dir)
 
 	// Phase 1: load, and SIGKILL once a third of the calls have been answered.
 	wl := newWorkload("before", server.NewClient(p.Base, clients), w, clients, calls, *seedFlag)
@@ -118,7 +125,7 @@ func TestCrashRecovery(t *testing.T) {
 	// Phase 2: restart on the same folder. The database must open (the server's
 	// start migrates and serves it) and pass SQLite's checks.
 	checkDatabaseFile(t, dir)
-	p2 := server.Start(t, dir)
+	p2 := startServe(t, dir)
 	c2 := server.NewClient(p2.Base, clients)
 	// How many usage increments the restart rebuilt from the audit log (the dead
 	// server had accepted them, not committed them); checkUsage proves none is
