@@ -35,9 +35,9 @@ func New(n int) *Gate {
 	return &Gate{free: max(n, 1)}
 }
 
-// Ticket is one request's claim on a slot. It is safe for concurrent use by the
+// ticket is one request's claim on a slot. It is safe for concurrent use by the
 // request's goroutines: they share the one slot.
-type Ticket struct {
+type ticket struct {
 	g       *Gate
 	arrival int64
 	mu      sync.Mutex
@@ -60,7 +60,7 @@ func (g *Gate) Enter(ctx context.Context, arrival time.Time) (_ context.Context,
 	if g == nil {
 		return ctx, func() {}, nil
 	}
-	t := &Ticket{g: g, arrival: arrival.UnixNano()}
+	t := &ticket{g: g, arrival: arrival.UnixNano()}
 	if err := g.acquire(ctx, t.arrival); err != nil {
 		return ctx, func() {}, err
 	}
@@ -68,7 +68,7 @@ func (g *Gate) Enter(ctx context.Context, arrival time.Time) (_ context.Context,
 	return context.WithValue(ctx, ticketKey{}, t), t.leave, nil
 }
 
-func (t *Ticket) leave() {
+func (t *ticket) leave() {
 	t.mu.Lock()
 	held := t.held
 	t.held, t.ended = false, true
@@ -85,7 +85,7 @@ func (t *Ticket) leave() {
 // Resuming does not fail: if ctx ends while the request is queued, it goes on
 // without a slot (its work is near its end), rather than leaving a half-done call.
 func Park(ctx context.Context) (resume func()) {
-	t, _ := ctx.Value(ticketKey{}).(*Ticket)
+	t, _ := ctx.Value(ticketKey{}).(*ticket)
 	if t == nil {
 		return func() {}
 	}
@@ -102,7 +102,7 @@ func Park(ctx context.Context) (resume func()) {
 	return func() { t.resume(ctx) }
 }
 
-func (t *Ticket) resume(ctx context.Context) {
+func (t *ticket) resume(ctx context.Context) {
 	t.mu.Lock()
 	t.parked--
 	ask := t.parked == 0 && !t.held && !t.ended
