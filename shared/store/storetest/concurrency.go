@@ -67,3 +67,72 @@ func testConcurrentUpdates(t *testing.T, b Backend) {
 		}
 	}
 }
+
+// testConcurrentDeletes: many callers delete one comment at once, then one issue. For
+// the comment, exactly one of them deletes it and the rest answer with its result as a
+// replay, and the count drops once. For the issue, every caller succeeds with the one
+// result, and the issue is gone with its comments.
+func testConcurrentDeletes(t *testing.T, b Backend) {
+	ctx, q := t.Context(), b.Queries
+	w := newWorkspace(t, q, "AAC")
+	at := baseTime()
+	is := newIssue(t, q, w.ID, "contended", at)
+	var comments []store.Comment
+	for i := range 3 {
+		c, err := q.CreateComment(ctx, w.ID, is.ID, store.NewComment{Author: "ann", Body: fmt.Sprint(i), CreatedAt: at})
+		must(t, "CreateComment", err)
+		comments = append(comments, c)
+	}
+	const callers = 10
+	race := func(del func() (store.DeleteResult, error)) []store.DeleteResult {
+		var (
+			wg      sync.WaitGroup
+			results = make([]store.DeleteResult, callers)
+			errs    = make([]error, callers)
+		)
+		start := make(chan struct{})
+		for g := range callers {
+			wg.Go(func() {
+				<-start
+				results[g], errs[g] = del()
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent deletes: %v", err)
+		}
+		for _, r := range results[1:] {
+			if !sameMilli(r.DeletedAt, results[0].DeletedAt) || r.ID != results[0].ID || r.Owner != results[0].Owner {
+				t.Errorf("concurrent deletes answered %+v and %+v, want one result", results[0], r)
+			}
+		}
+		return results
+	}
+
+	got := race(func() (store.DeleteResult, error) { return q.DeleteComment(ctx, w.ID, comments[0].ID, nil) })
+	fresh := 0
+	for _, r := range got {
+		if !r.Replay {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Errorf("%d of %d concurrent DeleteComment calls deleted the comment, want 1 (the rest replays)", fresh, callers)
+	}
+	cur, err := q.GetIssue(ctx, w.ID, is.ID)
+	must(t, "GetIssue", err)
+	page, err := q.ListComments(ctx, w.ID, is.ID, store.PageRequest{})
+	must(t, "ListComments", err)
+	if cur.CommentCount != 2 || len(page.Comments) != 2 {
+		t.Errorf("after concurrent deletes of one comment: comment_count %d, %d comments; want 2 and 2", cur.CommentCount, len(page.Comments))
+	}
+
+	race(func() (store.DeleteResult, error) { return q.DeleteIssue(ctx, w.ID, is.ID, nil) })
+	_, err = q.GetIssue(ctx, w.ID, is.ID)
+	wantErr(t, "GetIssue after concurrent deletes", err, store.ErrNotFound)
+	for _, c := range comments[1:] {
+		_, err := q.GetComment(ctx, w.ID, c.ID)
+		wantErr(t, "GetComment after its issue's concurrent deletes", err, store.ErrNotFound)
+	}
+}

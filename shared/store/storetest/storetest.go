@@ -61,7 +61,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	run(t, false, newBackend,
 		testWorkspaces, testMembers, testAgents, testIssueCreateAndGet, testIssueUpdate,
 		testIsolation, testListIssuesFilters, testPagination250, testCursorValidation,
-		testConcurrentUpdates, testComments, testDeletes, testAutopilotRuns,
+		testConcurrentUpdates, testConcurrentDeletes, testComments, testDeletes, testAutopilotRuns,
 		testIdempotency, testIdempotencyTakeover, testIdempotencyTakeoverRace,
 		testIdempotencySettle, testUsage, testRateCounters, testTokens)
 }
