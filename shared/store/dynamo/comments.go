@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -94,7 +95,31 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 		return store.Comment{}, countErr
 	}
 	s.clearCountOp(ctx, ws, c.IssueID, "+"+c.ID)
+	s.markCommentComplete(ctx, ws, c.ID, n)
 	return c, nil
+}
+
+// markCommentComplete records on a comment's lookup item, after the answer
+// (Store.later), that the comment and its count were both written: DeleteComment
+// may then trust the lookup alone. Without the mark (the write lost, a create still
+// running or crashed, an item from before the mark existed) a delete reads the
+// comment first, one round trip more. The condition keeps it to the lookup this call
+// wrote.
+func (s *Store) markCommentComplete(ctx context.Context, ws, commentID, n string) {
+	s.later(ctx, "mark a comment's lookup complete", func(ctx context.Context) error {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(commentRefPK(ws, commentID), skMeta),
+			UpdateExpression:          aws.String("SET #done = :t"),
+			ConditionExpression:       aws.String("nonce = :n"),
+			ExpressionAttributeNames:  map[string]string{"#done": refComplete},
+			ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}, ":n": avS(n)},
+		})
+		if conditionFailed(err) {
+			return nil
+		}
+		return err
+	}, "comment", commentID)
 }
 
 // countComment adds delta to the issue's comment_count exactly once for the operation
@@ -266,19 +291,39 @@ func (s *Store) ListComments(ctx context.Context, ws, issueIDOrKey string, p sto
 	return page, nil
 }
 
-// crashedAfter is the age after which a tombstone whose comment still exists counts as
-// the mark of a crashed delete, well above any call's lifetime (the Lambda timeout).
+// crashedAfter is the age after which a delete's claim on a comment counts as the mark
+// of a crashed delete, well above any call's lifetime (the Lambda timeout).
 const crashedAfter = 5 * time.Minute
 
-// DeleteComment implements store.Writer.
+// The attributes of a comment's lookup item that DeleteComment relies on: refComplete
+// (see markCommentComplete), and the claim of the delete under way, its nonce and
+// its result's time.
+const (
+	refComplete  = "complete"
+	refClaimN    = "del_nonce"
+	refClaimTime = "del_at"
+)
+
+// DeleteComment implements store.Writer, in three round trips:
 //
-// Order: (1) tombstone, (2) comment_count -1 (guarded by the op id "-<comment>", see
-// countComment), (3) the comment and its lookup item, (4) clear the guard. Only the
-// caller whose tombstone put wins goes on, so two concurrent deletes decrement once.
-// A delete that crashed after (1) is finished by a later call (once the tombstone is
-// older than crashedAfter), which finds the lookup item still there beside it: the
-// guard of (2) is cleared only after (3) (in the background, once this call has
-// returned), so whichever step the crash hit, the decrement happens exactly once.
+//  1. the lookup item and the tombstone, read together;
+//  2. the claim: the lookup item is marked with this call's nonce, on condition
+//     that it exists and carries no claim. Exactly one of concurrent deletes wins
+//     it; the others answer with its result, as a replay.
+//  3. comment_count -1 (guarded by the op id "-<comment>", see countComment), the
+//     comment and the tombstone, together.
+//
+// After the answer (Store.later) the lookup item is deleted, then the count's guard
+// cleared. The claimed lookup item is the mark of unfinished work: while it is there
+// the guard is too, so a delete that crashed anywhere after (2) is finished by a later
+// call (once the claim is older than crashedAfter: the step it repeats are all
+// idempotent), and the count drops exactly once. The lookup item is deleted only after
+// (3) succeeded, so a delete that comes after it finds no lookup, and the tombstone
+// answers it.
+//
+// (2) trusts the lookup only once it is marked complete (a lookup alone is the
+// remains of a crashed or running create, whose comment was never counted); an
+// unmarked one costs a read of the comment before the claim.
 func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	const op = "DeleteComment"
 	if checkWS(ws) != nil || !validPart(commentID) {
@@ -300,51 +345,165 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow s
 		}
 		return store.DeleteResult{}, notFound("comment")
 	}
-	d := decoder{it: ref}
-	issueID, author := d.str("issue_id"), d.str("author")
-	if d.err != nil || !validPart(issueID) {
-		return store.DeleteResult{}, fail(op, errors.Join(d.err, errors.New("comment lookup without issue id")))
+	// A tombstone beside the lookup belongs to the delete that claimed it (its lookup
+	// is deleted after the answer); the claim on the lookup decides what happens.
+	r, err := decodeCommentRef(ref)
+	if err != nil {
+		return store.DeleteResult{}, fail(op, err)
 	}
-	if err := allow.Allow(author); err != nil {
+	if err := allow.Allow(r.author); err != nil {
 		return store.DeleteResult{}, err
 	}
-	res := gone
-	if replay && s.now().Sub(gone.DeletedAt) < crashedAfter {
-		// The delete that wrote the tombstone may still be running: leave the work to
-		// it. Finishing beside it could decrement twice, since its count guard is
-		// cleared once it is done.
-		return gone, nil
-	}
-	if !replay {
+	if r.claimN == "" && !r.complete {
 		// The comment itself must exist: a lookup item alone is the remains of a crashed
 		// create (see CreateComment) and was never counted.
-		body, err := s.get(ctx, s.table, key(issuePK(ws, issueID), skComment+commentID), op)
+		body, err := s.get(ctx, s.table, key(issuePK(ws, r.issueID), skComment+commentID), op)
 		if err != nil {
 			return store.DeleteResult{}, err
 		}
 		if body == nil {
 			return store.DeleteResult{}, notFound("comment")
 		}
-		mine := store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: s.now().UTC(), Owner: author}
-		var won bool
-		res, won, err = s.putTombstone(ctx, goneCommentPK(ws, commentID), mine, op)
-		if err != nil {
-			return store.DeleteResult{}, err
-		}
-		if !won {
-			// Another delete got there first and carries the work on.
-			res.Replay = true
-			return res, nil
-		}
 	}
-	opID := "-" + commentID
-	if _, err := s.countComment(ctx, ws, issueID, opID, -1); err != nil {
+	mine := store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: s.now().UTC(), Owner: r.author}
+	res, n, err := s.claimCommentDelete(ctx, ws, commentID, r, mine)
+	if err != nil || n == "" {
+		return res, err
+	}
+	if err := s.finishCommentDelete(ctx, ws, commentID, r.issueID, res); err != nil {
 		return store.DeleteResult{}, err
 	}
-	if err := s.batchDelete(ctx, []item{key(issuePK(ws, issueID), skComment+commentID), refKey}, op); err != nil {
-		return store.DeleteResult{}, err
-	}
-	s.clearCountOp(ctx, ws, issueID, opID)
-	res.Replay = replay
+	s.later(ctx, "delete a deleted comment's lookup", func(ctx context.Context) error {
+		return s.dropCommentRef(ctx, ws, commentID, r.issueID, n)
+	}, "comment", commentID)
+	// A call that took over a crashed delete answers as that delete would have, as a
+	// replay (res says so); one that claimed the comment afresh deleted it.
 	return res, nil
+}
+
+// commentRef is a comment's lookup item, decoded.
+type commentRef struct {
+	issueID, author string
+	complete        bool
+	claimN          string    // the nonce of the delete that claimed it, if one did
+	claimAt         time.Time // and its result's time
+}
+
+func decodeCommentRef(it item) (commentRef, error) {
+	d := decoder{it: it}
+	r := commentRef{issueID: d.str("issue_id"), author: d.str("author"), claimN: d.str(refClaimN), claimAt: d.time(refClaimTime)}
+	if v, ok := it[refComplete].(*types.AttributeValueMemberBOOL); ok {
+		r.complete = v.Value
+	} else if it[refComplete] != nil {
+		d.fault(refComplete)
+	}
+	if d.err == nil && !validPart(r.issueID) {
+		d.fault("issue_id")
+	}
+	return r, d.err
+}
+
+// claimCommentDelete makes this call the one that deletes the comment: it returns the
+// claim's nonce to finish with, or "" and the result to answer with when the claim is
+// another's that may still be at work. r is the lookup item as read before: its claim,
+// if it had one, is taken over only once older than crashedAfter, and then on
+// condition that it is still the same, so that of two late callers only one finishes.
+func (s *Store) claimCommentDelete(ctx context.Context, ws, commentID string, r commentRef, mine store.DeleteResult) (store.DeleteResult, string, error) {
+	const op = "DeleteComment"
+	cond, vals := "attribute_exists(PK) AND attribute_not_exists(#n)", item{}
+	if r.claimN != "" {
+		theirs := mine
+		theirs.DeletedAt, theirs.Replay = r.claimAt, true
+		if s.now().Sub(r.claimAt) < crashedAfter {
+			// The delete that claimed it may still be running: leave the work to it.
+			// Finishing beside it could decrement twice, since its count guard is
+			// cleared once it is done.
+			return theirs, "", nil
+		}
+		mine = theirs
+		cond, vals[":old"] = "#n = :old", avS(r.claimN)
+	}
+	n := nonce()
+	vals[":n"], vals[":at"] = avS(n), avTime(mine.DeletedAt)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(commentRefPK(ws, commentID), skMeta),
+		UpdateExpression:          aws.String("SET #n = :n, #at = :at"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#n": refClaimN, "#at": refClaimTime},
+		ExpressionAttributeValues: vals,
+	})
+	if err == nil {
+		return mine, n, nil
+	}
+	if !conditionFailed(err) {
+		return store.DeleteResult{}, "", fail(op, err)
+	}
+	// Lost to another caller, or our own update retried by the SDK after a lost
+	// response: the item tells which.
+	it, err := s.get(ctx, s.table, key(commentRefPK(ws, commentID), skMeta), op)
+	if err != nil {
+		return store.DeleteResult{}, "", err
+	}
+	if it == nil {
+		// A delete finished in between and took the lookup with it (or the issue's
+		// delete did): the tombstone, if there is one, has the answer.
+		gone, err := s.get(ctx, s.table, key(goneCommentPK(ws, commentID), skMeta), op)
+		if err != nil {
+			return store.DeleteResult{}, "", err
+		}
+		if res, ok, err := s.liveTombstone(gone, "comment"); err != nil || ok {
+			return res, "", fail(op, err)
+		}
+		return store.DeleteResult{}, "", notFound("comment")
+	}
+	now, err := decodeCommentRef(it)
+	if err != nil {
+		return store.DeleteResult{}, "", fail(op, err)
+	}
+	if now.claimN == n {
+		return mine, n, nil
+	}
+	theirs := mine
+	theirs.DeletedAt, theirs.Replay = now.claimAt, true
+	return theirs, "", nil
+}
+
+// finishCommentDelete is step (3) of DeleteComment, for the holder of the claim. All
+// three writes are idempotent (the count through its guard), so a holder that takes
+// over a crashed delete repeats them.
+func (s *Store) finishCommentDelete(ctx context.Context, ws, commentID, issueID string, res store.DeleteResult) error {
+	const op = "DeleteComment"
+	errs := together(func() error {
+		_, err := s.countComment(ctx, ws, issueID, "-"+commentID, -1)
+		return err
+	}, func() error {
+		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table),
+			Key:       key(issuePK(ws, issueID), skComment+commentID),
+		})
+		return fail(op, err)
+	}, func() error {
+		_, _, err := s.putTombstone(ctx, goneCommentPK(ws, commentID), res, op)
+		return err
+	})
+	return errors.Join(errs...)
+}
+
+// dropCommentRef deletes the lookup item of a finished delete, if it still carries
+// the claim n, and only then clears the count's guard: the order that keeps a crashed
+// delete finishable (see DeleteComment).
+func (s *Store) dropCommentRef(ctx context.Context, ws, commentID, issueID, n string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(commentRefPK(ws, commentID), skMeta),
+		ConditionExpression:       aws.String("#n = :n"),
+		ExpressionAttributeNames:  map[string]string{"#n": refClaimN},
+		ExpressionAttributeValues: item{":n": avS(n)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return err
+	}
+	s.clearCountOp(ctx, ws, issueID, "-"+commentID)
+	return nil
 }

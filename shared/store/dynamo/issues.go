@@ -484,10 +484,22 @@ func (s *Store) putTombstone(ctx context.Context, pk string, r store.DeleteResul
 
 // DeleteIssue implements store.Writer.
 //
-// Order: tombstones first, then the comments, runs, comment lookups and key item, and
-// the issue item last. Until the issue item goes, the issue is still found, so a delete
-// that crashed half way is finished by the next one (which reuses the tombstone's
-// result); once it has gone, the tombstone answers every repeat.
+// Three round trips, each of them one step that every concurrent delete of the issue
+// runs (every write is idempotent, so they need not know of each other):
+//
+//  1. the issue, its tombstone and its children are read together (the children
+//     beside the issue rather than after it: the read is in the issue's own
+//     partition, and it costs a wasted read only when the issue is not there);
+//  2. the id's tombstone beside the children and their lookup items;
+//  3. the issue item beside the key's tombstone, whose content is the one step 2
+//     decided.
+//
+// The issue item goes only once its children have, so a delete that crashed half way
+// is finished by the next one (the issue is still found; the tombstone's result is
+// reused). The key item is deleted after the answer (Store.later): until then, or
+// forever if that write is lost, it is an orphan key item, which every read by key
+// answers as not_found (see loadIssue) and a repeated delete by key follows to the
+// id's tombstone; a key is never given twice, so it can block nothing.
 func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store.DeleteCheck) (store.DeleteResult, error) {
 	const op = "DeleteIssue"
 	if err := checkWS(ws); err != nil {
@@ -518,8 +530,24 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	if !validPart(id) {
 		return store.DeleteResult{}, notFound("issue")
 	}
-	got, err := s.batchGet(ctx, s.table, []item{key(issuePK(ws, id), skMeta), key(goneIssuePK(ws, id), skMeta)}, op)
-	if err != nil {
+	var (
+		got      map[string]item
+		children []item
+	)
+	errs := together(func() (err error) {
+		got, err = s.batchGet(ctx, s.table, []item{key(issuePK(ws, id), skMeta), key(goneIssuePK(ws, id), skMeta)}, op)
+		return err
+	}, func() (err error) {
+		children, err = s.queryAll(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			KeyConditionExpression:    aws.String("PK = :pk"),
+			ExpressionAttributeValues: item{":pk": avS(issuePK(ws, id))},
+			ProjectionExpression:      aws.String("PK, SK"),
+			ConsistentRead:            aws.Bool(true),
+		}, op)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
 		return store.DeleteResult{}, err
 	}
 	it := got[keyID(issuePK(ws, id), skMeta)]
@@ -543,37 +571,6 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	if err := allow.Allow(is.CreatedBy); err != nil {
 		return store.DeleteResult{}, err
 	}
-	res := store.DeleteResult{Kind: "issue", ID: is.ID, DeletedAt: s.now().UTC(), Owner: is.CreatedBy}
-	// Concurrent deletes of one issue both run the cascade below: every step of it is
-	// idempotent, so they need not know of each other.
-	res, _, err = s.putTombstone(ctx, goneIssuePK(ws, is.ID), res, op)
-	if err != nil {
-		return store.DeleteResult{}, err
-	}
-	// The key's tombstone repeats the id's (same content: a plain put is idempotent),
-	// so it follows the put that decided the content. The children's Query goes
-	// beside it: it reads what the cascade below deletes, and nothing deletes before
-	// both are done.
-	var children []item
-	errs := together(func() error {
-		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(s.table),
-			Item:      encodeTombstone(goneKeyPK(ws, is.Key), res, ""),
-		})
-		return fail(op, err)
-	}, func() (err error) {
-		children, err = s.queryAll(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(s.table),
-			KeyConditionExpression:    aws.String("PK = :pk"),
-			ExpressionAttributeValues: item{":pk": avS(issuePK(ws, is.ID))},
-			ProjectionExpression:      aws.String("PK, SK"),
-			ConsistentRead:            aws.Bool(true),
-		}, op)
-		return err
-	})
-	if err := errors.Join(errs...); err != nil {
-		return store.DeleteResult{}, err
-	}
 	var keys []item
 	for _, c := range children {
 		d := decoder{it: c}
@@ -589,16 +586,45 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 			keys = append(keys, key(runRefPK(ws, rid), skMeta))
 		}
 	}
-	keys = append(keys, key(issueKeyPK(ws, is.Key), skMeta))
-	if err := s.batchDelete(ctx, keys, op); err != nil {
+	res := store.DeleteResult{Kind: "issue", ID: is.ID, DeletedAt: s.now().UTC(), Owner: is.CreatedBy}
+	errs = together(func() (err error) {
+		res, _, err = s.putTombstone(ctx, goneIssuePK(ws, is.ID), res, op)
+		return err
+	}, func() error {
+		return s.batchDelete(ctx, keys, op)
+	})
+	if err := errors.Join(errs...); err != nil {
 		return store.DeleteResult{}, err
 	}
-	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(issuePK(ws, is.ID), skMeta),
-	}); err != nil {
-		return store.DeleteResult{}, fail(op, err)
+	// The key's tombstone repeats the id's (same content: a plain put is idempotent).
+	errs = together(func() error {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table),
+			Item:      encodeTombstone(goneKeyPK(ws, is.Key), res, ""),
+		})
+		return fail(op, err)
+	}, func() error {
+		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table),
+			Key:       key(issuePK(ws, is.ID), skMeta),
+		})
+		return fail(op, err)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return store.DeleteResult{}, err
 	}
+	s.later(ctx, "delete an issue's key item", func(ctx context.Context) error {
+		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(issueKeyPK(ws, is.Key), skMeta),
+			ConditionExpression:       aws.String("issue_id = :id"),
+			ExpressionAttributeValues: item{":id": avS(is.ID)},
+		})
+		if conditionFailed(err) {
+			return nil
+		}
+		return err
+	}, "issue", is.ID, "key", is.Key)
 	res.Replay = false
 	return res, nil
 }

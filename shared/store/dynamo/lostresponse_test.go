@@ -187,6 +187,24 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
 		},
 		{
+			name: "DeleteComment claim", op: "UpdateItem", parts: []string{"del_nonce", "attribute_not_exists"},
+			act: func(t *testing.T, f fixture) error {
+				c, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "a", CreatedAt: at})
+				if err != nil {
+					return err
+				}
+				if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
+					return err
+				}
+				res, err := e.store.DeleteComment(ctx, f.ws, c.ID, nil)
+				if err == nil && (res.Replay || res.ID != c.ID) {
+					t.Errorf("DeleteComment = %+v", res)
+				}
+				return err
+			},
+			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
+		},
+		{
 			name: "UpdateIssue version", op: "UpdateItem", parts: []string{"upd_nonce"},
 			act: func(t *testing.T, f fixture) error {
 				title := "renamed"
