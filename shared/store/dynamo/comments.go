@@ -316,7 +316,7 @@ const (
 // After the answer (Store.later) the lookup item is deleted, then the count's guard
 // cleared. The claimed lookup item is the mark of unfinished work: while it is there
 // the guard is too, so a delete that crashed anywhere after (2) is finished by a later
-// call (once the claim is older than crashedAfter: the step it repeats are all
+// call (once the claim is older than crashedAfter: the steps it repeats are all
 // idempotent), and the count drops exactly once. The lookup item is deleted only after
 // (3) succeeded, so a delete that comes after it finds no lookup, and the tombstone
 // answers it.
