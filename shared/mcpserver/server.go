@@ -199,7 +199,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// LogAttrs: typed attributes, no boxing of each value into an any.
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rw.status()),
-			slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("request_id", st.requestID),
+			slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+			slog.Int64("queued_ms", cpuslot.Queued(st.slotCtx).Milliseconds()), slog.String("request_id", st.requestID),
 			slog.String("tool", st.tool), slog.String("outcome", st.outcome))
 	}()
 
@@ -236,6 +237,7 @@ func (h *handler) takeSlot(r *http.Request) (_ *http.Request, done func(), ok bo
 		st.outcome = "client_gone" // for the access log
 		return r, done, false
 	}
+	st.slotCtx = ctx
 	return r.WithContext(ctx), done, true
 }
 
@@ -446,6 +448,9 @@ type reqState struct {
 	rw statusWriter
 	// arrival orders the call among those waiting for a CPU slot.
 	arrival time.Time
+	// slotCtx carries the call's slot ticket, once it has one: the access log reads
+	// how long the call queued for a core (cpuslot.Queued).
+	slotCtx context.Context
 }
 
 type reqStateKey struct{}

@@ -1,9 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +39,24 @@ func (s *stallingSink) Write(ctx context.Context, r audit.Record) error {
 	return s.MemorySink.Write(ctx, r)
 }
 
+// syncBuffer is a log destination the server's goroutines write to at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // waitStats polls the gate until want holds.
 func waitStats(t *testing.T, h *handler, what string, want func(s cpuslot.Stats) bool) {
 	t.Helper()
@@ -58,7 +80,9 @@ func TestCPUSlots(t *testing.T) {
 	sink.released = sync.OnceFunc(func() { close(sink.release) })
 	defer sink.released()
 	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink})
-	h := New(Config{CPUSlots: 1}, g, w.Catalog, BearerSource{Verifier: &auth.Verifier{Store: w.Store}}).(*handler)
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	h := New(Config{CPUSlots: 1, Logger: logger}, g, w.Catalog, BearerSource{Verifier: &auth.Verifier{Store: w.Store}}).(*handler)
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	token := w.Token(t, gt.WS, gt.Admin, auth.AllScopes...)
@@ -101,16 +125,63 @@ func TestCPUSlots(t *testing.T) {
 	}
 	waitStats(t, h, "the cancelled call leaves the queue", func(s cpuslot.Stats) bool { return s.Waiting == 0 })
 
+	// A call that queues behind the held slot and is answered: its access log line
+	// says how long it queued.
+	const hold = 30 * time.Millisecond
+	third := make(chan int, 1)
+	go func() {
+		code, err := call(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		third <- code
+	}()
+	waitStats(t, h, "a third call queues", func(s cpuslot.Stats) bool { return s.Waiting == 1 })
+	time.Sleep(hold)
+
 	sink.released()
 	if code := <-first; code != http.StatusOK {
 		t.Fatalf("first call: status %d, want 200", code)
+	}
+	if code := <-third; code != http.StatusOK {
+		t.Fatalf("third call: status %d, want 200", code)
 	}
 	if code, err := call(context.Background()); err != nil || code != http.StatusOK {
 		t.Fatalf("a call after the queue moved on: %d, %v", code, err)
 	}
 	recs := sink.Records()
-	if len(recs) != 2 {
-		t.Fatalf("%d audit records, want 2 (the first call and the last; the cancelled one never ran)", len(recs))
+	if len(recs) != 3 {
+		t.Fatalf("%d audit records, want 3 (every call but the cancelled one, which never ran)", len(recs))
+	}
+	// The access log line is written after the answer: wait for all four.
+	for deadline := time.Now().Add(time.Minute); strings.Count(logs.String(), `"msg":"request"`) < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("access log after a minute:\n%s", logs.String())
+		}
+	}
+	var queuedMs []int64
+	dec := json.NewDecoder(strings.NewReader(logs.String()))
+	for {
+		var line struct {
+			Msg      string `json:"msg"`
+			Outcome  string `json:"outcome"`
+			QueuedMs *int64 `json:"queued_ms"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			break
+		}
+		if line.Msg != "request" || line.Outcome == "client_gone" {
+			continue
+		}
+		if line.QueuedMs == nil {
+			t.Fatalf("access log line without queued_ms: %+v", line)
+		}
+		queuedMs = append(queuedMs, *line.QueuedMs)
+	}
+	slices.Sort(queuedMs)
+	// The first and the last found the slot free; the third waited at least hold.
+	if len(queuedMs) != 3 || queuedMs[0] != 0 || queuedMs[1] != 0 || queuedMs[2] < hold.Milliseconds() {
+		t.Errorf("queued_ms of the answered calls = %v, want [0 0 >=%d]", queuedMs, hold.Milliseconds())
 	}
 	waitStats(t, h, "every call ended", func(s cpuslot.Stats) bool { return s.Free == 1 && s.Waiting == 0 })
 }

@@ -240,3 +240,55 @@ func TestBound(t *testing.T) {
 		t.Fatalf("peak %d running at once: the test did not contend", peak.Load())
 	}
 }
+
+// TestQueued: a request's queued time is what it waited for its slot, at Enter and
+// after a Park, and nothing for a slot that was free.
+func TestQueued(t *testing.T) {
+	g := New(1)
+	aCtx, aDone := enter(t, g, 0)
+	if q := Queued(aCtx); q != 0 {
+		t.Errorf("Queued of a request that found a free slot = %v, want 0", q)
+	}
+	if q := Queued(context.Background()); q != 0 {
+		t.Errorf("Queued without a ticket = %v, want 0", q)
+	}
+
+	const hold = 20 * time.Millisecond
+	type entered struct {
+		ctx  context.Context
+		done func()
+	}
+	got := make(chan entered)
+	go func() {
+		ctx, done, err := g.Enter(context.Background(), at(10))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- entered{ctx, done}
+	}()
+	queued(t, g, 1)
+	time.Sleep(hold) // a holds the slot: b's wait is at least this
+	aDone()
+	b := <-got
+	first := Queued(b.ctx)
+	if first < hold {
+		t.Errorf("Queued after waiting behind a %v hold = %v, want at least that", hold, first)
+	}
+
+	// b parks; c, newer, takes the slot; b's resume waits until c is done.
+	resume := Park(b.ctx)
+	cCtx, cDone := enter(t, g, 20)
+	resumed := make(chan struct{})
+	go func() { resume(); close(resumed) }()
+	queued(t, g, 1)
+	time.Sleep(hold)
+	cDone()
+	<-resumed
+	if q := Queued(b.ctx); q < first+hold {
+		t.Errorf("Queued after a Park and a second %v wait = %v, want at least %v", hold, q, first+hold)
+	}
+	if q := Queued(cCtx); q != 0 {
+		t.Errorf("Queued of c, which found the slot free = %v, want 0", q)
+	}
+	b.done()
+}
