@@ -38,6 +38,8 @@ type target struct {
 	full string
 	// token mints another token of the dev admin holding exactly scopes.
 	token func(t testing.TB, name string, scopes ...string) string
+	// logs is the server's stderr so far, for failure messages.
+	logs func() string
 }
 
 var (
@@ -63,7 +65,7 @@ func (tg target) scoped(t testing.TB, scopes ...string) string {
 func serveTarget(t testing.TB) target {
 	t.Helper()
 	s := harness.Serve(t)
-	return target{name: "serve", base: s.Base, mcpURL: s.MCPURL, full: s.Full, token: s.Token}
+	return target{name: "serve", base: s.Base, mcpURL: s.MCPURL, full: s.Full, token: s.Token, logs: s.Logs}
 }
 
 // gatewayTarget is the Lambda handler behind `aacmcp gateway` (API Gateway's
@@ -71,7 +73,7 @@ func serveTarget(t testing.TB) target {
 func gatewayTarget(t testing.TB) target {
 	t.Helper()
 	g := harness.ServeGateway(t)
-	return target{name: "gateway", base: g.Base, mcpURL: g.MCPURL, full: g.Full, token: g.Token}
+	return target{name: "gateway", base: g.Base, mcpURL: g.MCPURL, full: g.Full, token: g.Token, logs: g.Logs}
 }
 
 // targets are every deployment shape: the local server and the Lambda handler

@@ -29,16 +29,29 @@ type section struct {
 	docs  []json.RawMessage
 }
 
-// runScript runs sh script in test/clients with MCP_URL and TOKEN (plus extra
-// environment) and splits its stdout into sections.
-func runScript(t *testing.T, script, mcpURL, token string, extra ...string) []section {
+// logTail is the end of tg's log: what the server saw of a script that failed.
+func logTail(tg target) string {
+	if tg.logs == nil {
+		return "(none)"
+	}
+	l := tg.logs()
+	const keep = 8 << 10
+	if len(l) > keep {
+		l = "..." + l[len(l)-keep:]
+	}
+	return l
+}
+
+// runScript runs sh script in test/clients with tg's endpoint and full token as
+// MCP_URL and TOKEN (plus extra environment) and splits its stdout into sections.
+func runScript(t *testing.T, script string, tg target, extra ...string) []section {
 	t.Helper()
 	dir := filepath.Join(harness.TestDir(t), "clients")
 	cmd := exec.Command("sh", script)
 	// The Inspector CLI reads its own package.json through a path relative to the
 	// working directory's parent: test/clients, whose parent test/ has one, works.
 	cmd.Dir = dir
-	cmd.Env = append(append(harness.CleanEnv(), "MCP_URL="+mcpURL, "TOKEN="+token), extra...)
+	cmd.Env = append(append(harness.CleanEnv(), "MCP_URL="+tg.mcpURL, "TOKEN="+tg.full), extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -50,12 +63,12 @@ func runScript(t *testing.T, script, mcpURL, token string, extra ...string) []se
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("sh %s: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+			t.Fatalf("sh %s: %v\nstdout:\n%s\nstderr:\n%s\nthe server's log, last lines:\n%s", script, err, stdout.String(), stderr.String(), logTail(tg))
 		}
 	case <-time.After(3 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		t.Fatalf("sh %s: timed out\nstdout:\n%s\nstderr:\n%s", script, stdout.String(), stderr.String())
+		t.Fatalf("sh %s: timed out\nstdout:\n%s\nstderr:\n%s\nthe server's log, last lines:\n%s", script, stdout.String(), stderr.String(), logTail(tg))
 	}
 	secs, err := splitSections(stdout.String())
 	if err != nil {
@@ -195,7 +208,7 @@ func TestCurlExchange(t *testing.T) {
 	}
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			secs := runScript(t, curlScript, tg.mcpURL, tg.full)
+			secs := runScript(t, curlScript, tg)
 			if len(secs) != 7 {
 				t.Fatalf("%d sections, want 7: %+v", len(secs), secs)
 			}
@@ -263,7 +276,7 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {
-			secs := runScript(t, inspectorScript, tg.mcpURL, tg.full, "INSPECTOR="+bin)
+			secs := runScript(t, inspectorScript, tg, "INSPECTOR="+bin)
 			if len(secs) != 5 {
 				t.Fatalf("%d sections, want 5: %+v", len(secs), secs)
 			}
