@@ -11,6 +11,32 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
+// crashFixture makes workspace ws with one issue and two comments by ann on it, the
+// store's writes after each answer done.
+func crashFixture(t *testing.T, s *dynamo.Store, ws string) (store.Issue, []store.Comment) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := s.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: "CR", Name: "crash"}); err != nil {
+		t.Fatal(err)
+	}
+	is, err := s.CreateIssue(ctx, ws, store.NewIssue{Title: "t", Status: "open", Priority: "low", CreatedBy: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []store.Comment
+	for _, body := range []string{"a", "b"} {
+		c, err := s.CreateComment(ctx, ws, is.ID, store.NewComment{Author: "ann", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return is, cs
+}
+
 // TestCrashedCommentDeleteIsFinished: a delete that died after claiming the comment
 // leaves its claim on the lookup item, whichever later step it reached. A repeat soon
 // after must not race the (possibly still running) first delete; once the claim is
@@ -39,24 +65,7 @@ func TestCrashedCommentDeleteIsFinished(t *testing.T) {
 	for i, cr := range crashes {
 		t.Run(cr.name, func(t *testing.T) {
 			ws := fmt.Sprintf("ws_crash_%d", i)
-			if _, err := s.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: "CR", Name: "crash"}); err != nil {
-				t.Fatal(err)
-			}
-			is, err := s.CreateIssue(ctx, ws, store.NewIssue{Title: "t", Status: "open", Priority: "low", CreatedBy: "u"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cs []store.Comment
-			for _, body := range []string{"a", "b"} {
-				c, err := s.CreateComment(ctx, ws, is.ID, store.NewComment{Author: "ann", Body: body})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cs = append(cs, c)
-			}
-			if err := s.Drain(ctx); err != nil {
-				t.Fatal(err)
-			}
+			is, cs := crashFixture(t, s, ws)
 			deletedAt := clock()
 			if err := dynamo.CrashCommentDelete(ctx, s, ws, cs[0].ID, deletedAt, cr.step); err != nil {
 				t.Fatal(err)
@@ -118,25 +127,6 @@ func TestCrashedIssueDeleteIsFinished(t *testing.T) {
 	ctx := t.Context()
 	s := e.store
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	setup := func(t *testing.T, ws string) (store.Issue, []store.Comment) {
-		t.Helper()
-		if _, err := s.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: "CR", Name: "crash"}); err != nil {
-			t.Fatal(err)
-		}
-		is, err := s.CreateIssue(ctx, ws, store.NewIssue{Title: "t", Status: "open", Priority: "low", CreatedBy: "u"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cs []store.Comment
-		for _, body := range []string{"a", "b"} {
-			c, err := s.CreateComment(ctx, ws, is.ID, store.NewComment{Author: "ann", Body: body})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs = append(cs, c)
-		}
-		return is, cs
-	}
 	gone := func(t *testing.T, ws string, is store.Issue, cs []store.Comment, want store.DeleteResult) {
 		t.Helper()
 		for _, ref := range []string{is.ID, is.Key} {
@@ -161,7 +151,7 @@ func TestCrashedIssueDeleteIsFinished(t *testing.T) {
 
 	t.Run("after the tombstone and the children", func(t *testing.T) {
 		ws := "ws_crash_issue_a"
-		is, cs := setup(t, ws)
+		is, cs := crashFixture(t, s, ws)
 		if err := dynamo.CrashIssueDelete(ctx, s, ws, is.ID, is.CreatedBy, at); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +169,7 @@ func TestCrashedIssueDeleteIsFinished(t *testing.T) {
 	})
 	t.Run("the key item's delete lost", func(t *testing.T) {
 		ws := "ws_crash_issue_b"
-		is, cs := setup(t, ws)
+		is, cs := crashFixture(t, s, ws)
 		res, err := s.DeleteIssue(ctx, ws, is.ID, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -108,6 +108,22 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 		return fixture{ws: ws, issue: is}
 	}
 
+	// deleteOneOfTwo comments on the issue twice and deletes the first comment.
+	deleteOneOfTwo := func(t *testing.T, f fixture) error {
+		c, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "a", CreatedAt: at})
+		if err != nil {
+			return err
+		}
+		if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
+			return err
+		}
+		res, err := e.store.DeleteComment(ctx, f.ws, c.ID, nil)
+		if err == nil && (res.Replay || res.ID != c.ID) {
+			t.Errorf("DeleteComment = %+v", res)
+		}
+		return err
+	}
+
 	tests := []struct {
 		name  string
 		op    string   // DynamoDB operation whose response is lost
@@ -170,38 +186,12 @@ func TestLostResponseAppliesOnce(t *testing.T) {
 		},
 		{
 			name: "DeleteComment comment_count", op: "UpdateItem", parts: []string{"comment_count", `"-`},
-			act: func(t *testing.T, f fixture) error {
-				c, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "a", CreatedAt: at})
-				if err != nil {
-					return err
-				}
-				if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
-					return err
-				}
-				res, err := e.store.DeleteComment(ctx, f.ws, c.ID, nil)
-				if err == nil && (res.Replay || res.ID != c.ID) {
-					t.Errorf("DeleteComment = %+v", res)
-				}
-				return err
-			},
+			act:   deleteOneOfTwo,
 			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
 		},
 		{
 			name: "DeleteComment claim", op: "UpdateItem", parts: []string{"del_nonce", "attribute_not_exists"},
-			act: func(t *testing.T, f fixture) error {
-				c, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "a", CreatedAt: at})
-				if err != nil {
-					return err
-				}
-				if _, err := e.store.CreateComment(ctx, f.ws, f.issue.ID, store.NewComment{Author: "u", Body: "b", CreatedAt: at}); err != nil {
-					return err
-				}
-				res, err := e.store.DeleteComment(ctx, f.ws, c.ID, nil)
-				if err == nil && (res.Replay || res.ID != c.ID) {
-					t.Errorf("DeleteComment = %+v", res)
-				}
-				return err
-			},
+			act:   deleteOneOfTwo,
 			check: func(t *testing.T, f fixture) { wantComments(t, e.store, f, 1) },
 		},
 		{
