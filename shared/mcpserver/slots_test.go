@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/internal/cpuslot"
+	"github.com/aacworkflow/aacmcp/test/harness"
 )
 
 // stallingSink holds the first record's Write until released, without giving up
@@ -37,24 +37,6 @@ func (s *stallingSink) Write(ctx context.Context, r audit.Record) error {
 		<-s.release
 	})
 	return s.MemorySink.Write(ctx, r)
-}
-
-// syncBuffer is a log destination the server's goroutines write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitStats polls the gate until want holds.
@@ -80,7 +62,7 @@ func TestCPUSlots(t *testing.T) {
 	sink.released = sync.OnceFunc(func() { close(sink.release) })
 	defer sink.released()
 	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink})
-	var logs syncBuffer
+	var logs harness.Buffer // the server's goroutines write to it at once
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	h := New(Config{CPUSlots: 1, Logger: logger}, g, w.Catalog, BearerSource{Verifier: &auth.Verifier{Store: w.Store}}).(*handler)
 	ts := httptest.NewServer(h)
