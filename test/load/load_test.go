@@ -29,6 +29,7 @@ var (
 	callsFlag   = flag.Int("calls", envInt("AACMCP_LOAD_CALLS", 2000), "calls in total (env AACMCP_LOAD_CALLS)")
 	seedFlag    = flag.Uint64("seed", uint64(envInt("AACMCP_LOAD_SEED", 1)), "workload seed (env AACMCP_LOAD_SEED)")
 	summaryFlag = flag.String("summary", "", "write TestLoadConsistency's figures to this JSON file once every check passed (make bench reads it)")
+	clientFlag  = flag.String("client", "plain", `the load generator's HTTP client: "plain" (server.NewPlainClient) or "net/http" (server.NewClient), to compare what the generator's own processor time does to the figures`)
 	serveFlag   = flag.String("serve-args", "", `more flags for every aacmcp serve the tests start, space-separated, such as "--cpu-slots 0" (to compare settings under the same load)`)
 )
 
@@ -36,6 +37,26 @@ var (
 func startServe(t *testing.T, dir string) *server.Proc {
 	t.Helper()
 	return server.Start(t, dir, strings.Fields(*serveFlag)...)
+}
+
+// newClient returns the -client client of the server at base for conns callers.
+func newClient(t *testing.T, base string, conns int) *server.Client {
+	t.Helper()
+	switch *clientFlag {
+	case "plain":
+		c, err := server.NewPlainClient(base, conns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.CloseIdle)
+		return c
+	case "net/http":
+		c := server.NewClient(base, conns)
+		t.Cleanup(c.CloseIdle)
+		return c
+	}
+	t.Fatalf(`-client %q: want "plain" or "net/http"`, *clientFlag)
+	return nil
 }
 
 func envInt(name string, def int) int {
@@ -62,7 +83,7 @@ func TestLoadConsistency(t *testing.T) {
 	w := server.Seed(t, dir, tenants, hotPerTenant)
 	p := startServe(t, dir)
 
-	wl := newWorkload("load", server.NewClient(p.Base, clients), w, clients, calls, *seedFlag)
+	wl := newWorkload("load", newClient(t, p.Base, clients), w, clients, calls, *seedFlag)
 	cpu0 := cpuNow(t, p.Pid())
 	start := time.Now()
 	wl.run(context.Background())
@@ -86,9 +107,9 @@ func TestLoadConsistency(t *testing.T) {
 	}
 	t.Logf("%d clients, %s in %v (%.0f calls/s); latency %s", clients, f, elapsed.Round(time.Millisecond),
 		float64(f.calls)/elapsed.Seconds(), latencySummary(wl.calls))
-	t.Logf("CPU during the load: aacmcp serve %.2f s (%.2f cores, %.0f µs a call), the load generator %.2f s (%.2f cores), of %d cores",
+	t.Logf("CPU during the load: aacmcp serve %.2f s (%.2f cores, %.0f µs a call), the load generator (client %s) %.2f s (%.2f cores), of %d cores",
 		cpu.server.Seconds(), cpu.server.Seconds()/elapsed.Seconds(), float64(cpu.server.Microseconds())/float64(f.calls),
-		cpu.load.Seconds(), cpu.load.Seconds()/elapsed.Seconds(), runtime.NumCPU())
+		*clientFlag, cpu.load.Seconds(), cpu.load.Seconds()/elapsed.Seconds(), runtime.NumCPU())
 	t.Logf("latency by tool:\n%s", toolLatencies(wl.calls))
 	if *summaryFlag != "" && !t.Failed() {
 		writeSummary(t, *summaryFlag, clients, f.calls, elapsed, cpu, wl.calls)
@@ -105,7 +126,7 @@ func TestCrashRecovery(t *testing.T) {
 	p := startServe(t, dir)
 
 	// Phase 1: load, and SIGKILL once a third of the calls have been answered.
-	wl := newWorkload("before", server.NewClient(p.Base, clients), w, clients, calls, *seedFlag)
+	wl := newWorkload("before", newClient(t, p.Base, clients), w, clients, calls, *seedFlag)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	finished := make(chan struct{})
@@ -126,7 +147,7 @@ func TestCrashRecovery(t *testing.T) {
 	// start migrates and serves it) and pass SQLite's checks.
 	checkDatabaseFile(t, dir)
 	p2 := startServe(t, dir)
-	c2 := server.NewClient(p2.Base, clients)
+	c2 := newClient(t, p2.Base, clients)
 	// How many usage increments the restart rebuilt from the audit log (the dead
 	// server had accepted them, not committed them); checkUsage proves none is
 	// missing. How many there are depends on where the kill fell, so it is only

@@ -611,7 +611,7 @@ func writeSummary(t *testing.T, path string, clients, made int, elapsed time.Dur
 		}
 	}
 	s := server.Summary{
-		Clients: clients, Calls: made, Seconds: elapsed.Seconds(),
+		Clients: clients, Client: *clientFlag, Calls: made, Seconds: elapsed.Seconds(),
 		CallsPerSec: float64(made) / elapsed.Seconds(), Mean: ms(meanLatency(ans)),
 		P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: ms(ans[len(ans)-1].Latency),
 		ServerCPU: cpu.server.Seconds(), LoadCPU: cpu.load.Seconds(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,10 @@ const ProtocolVersion = "2025-11-25"
 // Client calls tools on a running server over either transport.
 type Client struct {
 	Base string
-	HTTP *http.Client
+	// HTTP sends Post's requests, unless the client is plain (NewPlainClient); tests
+	// that send requests of their own use it either way.
+	HTTP  *http.Client
+	plain *plainPool
 }
 
 // NewClient returns a client with a connection pool sized for conns concurrent callers.
@@ -33,6 +37,28 @@ func NewClient(base string, conns int) *Client {
 	tr.MaxIdleConns = conns
 	tr.MaxIdleConnsPerHost = conns
 	return &Client{Base: base, HTTP: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+}
+
+// NewPlainClient is NewClient whose Post writes its requests itself, on one
+// keep-alive connection per concurrent caller (plain.go): the load generator's
+// client, which leaves more of a shared machine to the server it measures. base
+// must be an http:// URL.
+func NewPlainClient(base string, conns int) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("plain client: base %q is not an http:// URL", base)
+	}
+	c := NewClient(base, conns)
+	c.plain = newPlainPool(u.Host, conns)
+	return c, nil
+}
+
+// CloseIdle closes the client's idle connections.
+func (c *Client) CloseIdle() {
+	if c.plain != nil {
+		c.plain.closeIdle()
+	}
+	c.HTTP.CloseIdleConnections()
 }
 
 // Response is what a tool call got back, normalised across transports.
@@ -97,10 +123,21 @@ func (c *Client) Call(ctx context.Context, transport, token, tool string, args a
 	return c.Post(ctx, url, body, hdr)
 }
 
-// Post sends body to url with the headers a client of either transport sends plus
-// hdr, and decodes the answer.
-func (c *Client) Post(ctx context.Context, url string, body []byte, hdr http.Header) (Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// Post sends body to target with the headers a client of either transport sends
+// plus hdr, and decodes the answer.
+func (c *Client) Post(ctx context.Context, target string, body []byte, hdr http.Header) (Response, error) {
+	if c.plain != nil {
+		u, err := url.Parse(target)
+		if err != nil {
+			return Response{}, err
+		}
+		resp, b, err := c.plain.do(ctx, u, body, hdr)
+		if err != nil {
+			return Response{}, err
+		}
+		return decode(resp, b, strings.HasSuffix(u.Path, "/mcp"))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return Response{}, err
 	}
@@ -119,8 +156,13 @@ func (c *Client) Post(ctx context.Context, url string, body []byte, hdr http.Hea
 	if err != nil {
 		return Response{}, err
 	}
+	return decode(resp, b, strings.HasSuffix(req.URL.Path, "/mcp"))
+}
+
+// decode reads the answer resp (whose body is b) as /mcp's (mcp) or /tools'.
+func decode(resp *http.Response, b []byte, mcp bool) (Response, error) {
 	r := Response{Status: resp.StatusCode, Header: resp.Header, Body: b, RetryAfter: resp.Header.Get("Retry-After")}
-	if strings.HasSuffix(req.URL.Path, "/mcp") {
+	if mcp {
 		return r, decodeMCP(&r)
 	}
 	if r.Status == http.StatusOK {

@@ -4,7 +4,10 @@ package server
 // and what make bench reads for its report (bench/cmd/bench soak.go): one run's
 // figures. Latencies are in milliseconds.
 type Summary struct {
-	Clients     int     `json:"clients"`
+	Clients int `json:"clients"`
+	// Client is the load generator's HTTP client: "plain" (NewPlainClient) or
+	// "net/http" (NewClient).
+	Client      string  `json:"client"`
 	Calls       int     `json:"calls"`
 	Seconds     float64 `json:"seconds"`
 	CallsPerSec float64 `json:"calls_per_second"`
