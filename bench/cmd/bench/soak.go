@@ -119,11 +119,9 @@ func (b *bench) soak(ctx context.Context) error {
 				"by raising the throughput or by narrowing the spread around the mean: in this run, %s.",
 				m.Clients, m.CallsPerSec, float64(m.Clients)/m.CallsPerSec*1000, m.Mean, littleNote(m.Mean, soakMaxP95, m.P95)),
 			cpuNote(m),
-			fmt.Sprintf("The same server, %s. The load generator used %s with it against %s with the %s client "+
+			fmt.Sprintf("The same server, %s. The load generator used %.2f cores with it against %.2f with the %s client "+
 				"(medians), %.0f µs of processor time a call against %.0f.", peerNote,
-				cores(medOf(peer, loadCPU), 1), cores(med(loadCPU), 1), soakClient,
-				1e6*medOf(peer, func(s server.Summary) float64 { return s.LoadCPU / float64(s.Calls) }),
-				1e6*med(func(s server.Summary) float64 { return s.LoadCPU / float64(s.Calls) })),
+				medOf(peer, loadCores), med(loadCores), soakClient, 1e6*medOf(peer, loadPerCall), 1e6*med(loadPerCall)),
 		},
 		Table: report.Table{Header: []string{"run", "client", "calls/s", "seconds", "mean", "p50", "p95", "p99", "max", "writes in the slowest 1%",
 			"serve CPU", "load generator CPU"}},
@@ -147,8 +145,10 @@ func (b *bench) soak(ctx context.Context) error {
 	return nil
 }
 
-// loadCPU is the cores the load generator kept busy in s.
-func loadCPU(s server.Summary) float64 { return s.LoadCPU / s.Seconds }
+// loadCores is the cores the load generator kept busy in s, loadPerCall its
+// processor seconds a call.
+func loadCores(s server.Summary) float64   { return s.LoadCPU / s.Seconds }
+func loadPerCall(s server.Summary) float64 { return s.LoadCPU / float64(s.Calls) }
 
 // soakOnce runs the soak's load test once (run numbers it) and reads its summary.
 func (b *bench) soakOnce(ctx context.Context, run int, client string) (server.Summary, error) {

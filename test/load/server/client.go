@@ -126,12 +126,13 @@ func (c *Client) Call(ctx context.Context, transport, token, tool string, args a
 // Post sends body to target with the headers a client of either transport sends
 // plus hdr, and decodes the answer.
 func (c *Client) Post(ctx context.Context, target string, body []byte, hdr http.Header) (Response, error) {
+	h := requestHeader(hdr)
 	if c.plain != nil {
 		u, err := url.Parse(target)
 		if err != nil {
 			return Response{}, err
 		}
-		resp, b, err := c.plain.do(ctx, u, body, hdr)
+		resp, b, err := c.plain.do(ctx, u, body, h)
 		if err != nil {
 			return Response{}, err
 		}
@@ -141,12 +142,7 @@ func (c *Client) Post(ctx context.Context, target string, body []byte, hdr http.
 	if err != nil {
 		return Response{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-	for k, vs := range hdr {
-		req.Header[k] = vs
-	}
+	req.Header = h
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return Response{}, err
@@ -157,6 +153,19 @@ func (c *Client) Post(ctx context.Context, target string, body []byte, hdr http.
 		return Response{}, err
 	}
 	return decode(resp, b, strings.HasSuffix(req.URL.Path, "/mcp"))
+}
+
+// requestHeader is what every request of either client carries: the headers of
+// an MCP client, then hdr, whose values win.
+func requestHeader(hdr http.Header) http.Header {
+	h := make(http.Header, 3+len(hdr))
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("MCP-Protocol-Version", ProtocolVersion)
+	for k, vs := range hdr {
+		h[k] = vs
+	}
+	return h
 }
 
 // decode reads the answer resp (whose body is b) as /mcp's (mcp) or /tools'.
