@@ -163,15 +163,20 @@ func TestPlainClientConnections(t *testing.T) {
 		_, err := c.Post(context.Background(), base+"/tools/list_issues", []byte(`{}`), nil)
 		return err
 	}
+	// postOK makes n calls one after the other, each of which must succeed.
+	postOK := func(t *testing.T, c *Client, base string, n int) {
+		t.Helper()
+		for range n {
+			if err := post(t, c, base); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	t.Run("one connection per concurrent caller", func(t *testing.T) {
 		rec := newRecorder(t, ok)
 		c := plainClient(t, rec.URL, 4)
-		for range 5 {
-			if err := post(t, c, rec.URL); err != nil {
-				t.Fatal(err)
-			}
-		}
+		postOK(t, c, rec.URL, 5)
 		if n := rec.conns.Load(); n != 1 {
 			t.Fatalf("5 calls one after the other opened %d connections, want 1", n)
 		}
@@ -202,11 +207,7 @@ func TestPlainClientConnections(t *testing.T) {
 			io.WriteString(w, `{}`)
 		})
 		c := plainClient(t, rec.URL, 1)
-		for range 3 {
-			if err := post(t, c, rec.URL); err != nil {
-				t.Fatal(err)
-			}
-		}
+		postOK(t, c, rec.URL, 3)
 		if n := rec.conns.Load(); n != 3 {
 			t.Fatalf("3 answers with Connection: close used %d connections, want 3", n)
 		}
@@ -215,15 +216,11 @@ func TestPlainClientConnections(t *testing.T) {
 	t.Run("a connection idle too long is not reused", func(t *testing.T) {
 		rec := newRecorder(t, ok)
 		c := plainClient(t, rec.URL, 1)
-		if err := post(t, c, rec.URL); err != nil {
-			t.Fatal(err)
-		}
+		postOK(t, c, rec.URL, 1)
 		c.plain.mu.Lock()
 		c.plain.idle[0].lastUsed = time.Now().Add(-plainIdleFor)
 		c.plain.mu.Unlock()
-		if err := post(t, c, rec.URL); err != nil {
-			t.Fatal(err)
-		}
+		postOK(t, c, rec.URL, 1)
 		if n := rec.conns.Load(); n != 2 {
 			t.Fatalf("after an idle of %v, %d connections, want a second one", plainIdleFor, n)
 		}
