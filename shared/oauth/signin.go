@@ -200,11 +200,12 @@ func (q *request) callback() {
 		return
 	}
 	if upErr, _ := single(v, "error"); upErr != "" {
-		// The person cancelled, or the provider refused: the request ends here, and
-		// an authorization request is answered at its (validated) redirect URI.
+		// The person cancelled, or the provider refused: the request ends here. The
+		// person has approved nothing, so refuseAuthorization decides where the
+		// answer goes.
 		q.consume(p)
 		if p.Purpose == purposeAuthorize {
-			q.redirectError(p.RedirectURI, p.State, oerr(ErrAccessDenied, "sign-in at the identity provider did not complete ("+quote(upErr)+")"))
+			q.refuseAuthorization(p.ClientID, p.RedirectURI, p.State, oerr(ErrAccessDenied, "sign-in at the identity provider did not complete ("+quote(upErr)+")"))
 			return
 		}
 		q.errorPage(http.StatusForbidden, "Sign-in did not complete", "The identity provider answered "+quote(upErr)+".")
