@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -30,6 +31,17 @@ func (q *request) startSignin(p store.OAuthPending) {
 	}
 	if q.s.upstream == nil && !loopbackIssuer(q.issuer) {
 		q.devOnLoopbackOnly()
+		return
+	}
+	// The pending row is the one an anonymous caller makes this server store:
+	// bounded per source (sourcelimit.go).
+	if retry, e := q.countSource("oauth_pending", PendingTTL, q.s.cfg.PendingLimit); e != nil || retry > 0 {
+		if e != nil {
+			q.errorPageFor(e, "")
+			return
+		}
+		q.errorPage(http.StatusTooManyRequests, "Too many sign-ins",
+			"Too many sign-ins were started from your network in the last minutes. Wait "+strconv.FormatInt(retry, 10)+" seconds, then connect again from your application.")
 		return
 	}
 	now := q.s.now().UTC()
