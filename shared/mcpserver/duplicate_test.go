@@ -27,6 +27,9 @@ func TestDuplicateMemberNamesAreRefused(t *testing.T) {
 		{"escaped spelling", `{"issue_id":"` + id + `","confirm":false,"conf\u0069rm":true}`},
 		{"issue id twice", `{"issue_id":"AAC-404","issue_id":"` + id + `","confirm":true}`},
 		{"nested", `{"issue_id":"` + id + `","confirm":true,"x":{"a":1,"a":2}}`},
+		// encoding/json matches names case-insensitively and keeps the last match.
+		{"confirm in another case", `{"issue_id":"` + id + `","confirm":false,"CONFIRM":true}`},
+		{"issue id in another case", `{"issue_id":"AAC-404","Issue_ID":"` + id + `","confirm":true}`},
 	}
 	for _, tc := range rest {
 		t.Run("rest/"+tc.name, func(t *testing.T) {
@@ -51,6 +54,13 @@ func TestDuplicateMemberNamesAreRefused(t *testing.T) {
 		{"two params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","arguments":{"issue_id":"` + id + `"}},"params":{"name":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
 		{"two methods", `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
 		{"two arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_issue","arguments":{"issue_id":"x"},"arguments":{"issue_id":"` + id + `","confirm":true}}}`},
+		// The same names in another case: a proxy reading params.name exactly sees
+		// get_issue, encoding/json the last of the names that fold alike.
+		{"name and NAME", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","NAME":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
+		{"arguments and Arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_issue","arguments":{"issue_id":"x"},"Arguments":{"issue_id":"` + id + `","confirm":true}}}`},
+		{"method and METHOD", `{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"tools/call","params":{"name":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
+		{"params and Params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","arguments":{"issue_id":"` + id + `"}},"Params":{"name":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
+		{"name spelled with an escape", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","n\u0041me":"delete_issue","arguments":{"issue_id":"` + id + `","confirm":true}}}`},
 	}
 	for _, tc := range mcp {
 		t.Run("mcp/"+tc.name, func(t *testing.T) {

@@ -47,6 +47,9 @@ type rpcEnvelope struct {
 	// notification: the message has no id member at all (JSON-RPC 2.0 section 4.1;
 	// "id": null is a request, if a discouraged one).
 	notification bool
+	// badID: the id is an object, an array or a boolean, which JSON-RPC 2.0
+	// (section 4) does not allow; ID is then nil.
+	badID bool
 }
 
 // toolCallParams are the params of tools/call, decoded once for every reader in
@@ -97,7 +100,7 @@ func parseEnvelope(body []byte) (env rpcEnvelope, batch bool, err error) {
 	err = json.Unmarshal(body, &env)
 	env.notification = err == nil && env.ID == nil
 	if err == nil && !validID(env.ID) {
-		env.ID = nil
+		env.ID, env.badID = nil, true
 	}
 	return env, false, err
 }
@@ -282,16 +285,21 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		st.call = &req
 	}
+	if env.badID {
+		// Not a request: its answer could not carry its id (mcp-go answered id
+		// null), so no result, and no effect, may come of it.
+		e := apperr.New(apperr.InvalidArguments, "the id must be a string, a number or null")
+		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(nil, rpcInvalidRequest, e.Message, e.Body()))
+		h.rejectCall(r, isCall, e)
+		return
+	}
 	if name, dup := jsondup.Find(body); dup {
 		// Refused before anything reads it further: mcp-go and the pre-dispatch read
-		// the last of two members, a proxy or policy layer may have read the first.
+		// the last of two members (names folded as encoding/json folds them), a
+		// proxy or policy layer may have read the first.
 		e := apperr.Newf(apperr.InvalidArguments, "the message repeats the member name %s", strconv.Quote(truncateText(name, 64)))
 		writeJSON(w, http.StatusBadRequest, rpcErrorResponse(env.ID, rpcInvalidRequest, e.Message, e.Body()))
-		if isCall {
-			h.guard.RecordRejected(r.Context(), *st.call, e)
-			st.invoked = true
-			st.tool, st.outcome = tc.Name, string(e.Code.Outcome())
-		}
+		h.rejectCall(r, isCall, e)
 		return
 	}
 	if isCall {
@@ -338,6 +346,18 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// scope): no shared cache may keep one.
 	w.Header().Set("Cache-Control", "no-store")
 	h.mcp.ServeHTTP(w, r)
+}
+
+// rejectCall audits a tools/call refused before it reached the guard (once, as
+// every refused call is); for any other message it does nothing.
+func (h *handler) rejectCall(r *http.Request, isCall bool, e *apperr.Error) {
+	if !isCall {
+		return
+	}
+	st := stateOf(r.Context())
+	h.guard.RecordRejected(r.Context(), *st.call, e)
+	st.invoked = true
+	st.tool, st.outcome = st.call.Tool, string(e.Code.Outcome())
 }
 
 // callTool answers a tools/call: the guard runs it once, and its one result

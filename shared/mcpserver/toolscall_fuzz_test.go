@@ -33,6 +33,10 @@ func FuzzToolsCall(f *testing.F) {
 	f.Add("nope", []byte(`null`), []byte(`-1.5e3`), "2026-07-28")
 	f.Add("delete_issue", []byte(`{"issue_id":"ACME-1","confirm":false,"confirm":true}`), []byte(`3`), "2025-11-25")
 	f.Add("", []byte(`{"a":`+strings.Repeat("[", 40)+strings.Repeat("]", 40)+`}`), []byte(`true`), "2025-03-26")
+	f.Add("create_issue", []byte(`{"title":"x"}`), []byte(`{"a":1}`), "2025-11-25")
+	f.Add("create_issue", []byte(`{"title":"x"}`), []byte(`[1]`), "2025-11-25")
+	f.Add("create_issue", []byte(`{"title":"x"}`), []byte(`false`), "")
+	f.Add("delete_issue", []byte(`{"issue_id":"ACME-1","confirm":false,"CONFIRM":true}`), []byte(`4`), "2025-11-25")
 	w := gt.NewWorld(f)
 	sink := &gt.MemorySink{}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -79,6 +83,17 @@ func FuzzToolsCall(f *testing.F) {
 				if r.Outcome == "success" {
 					t.Fatalf("a message repeating a member name ran %s: %s", r.Tool, body)
 				}
+			}
+		}
+		if t0 := bytes.TrimLeft(id, " \t\r\n"); json.Valid(body) && len(t0) > 0 && strings.IndexByte("{[tf", t0[0]) >= 0 {
+			// An id that is an object, an array or a boolean: -32600, never run.
+			for _, r := range sink.Records()[before:] {
+				if r.Outcome == "success" {
+					t.Fatalf("a message with id %s ran %s", id, r.Tool)
+				}
+			}
+			if !bytes.Contains(out, []byte(`"code":-32600`)) {
+				t.Fatalf("id %s answered %d %s, want -32600", id, rec.Code, out)
 			}
 		}
 		if rec.Code == http.StatusAccepted && len(out) == 0 {

@@ -17,8 +17,8 @@ const (
 )
 
 // authzParams are the authorization request's parameters after the client and the
-// redirect URI have been validated: every error among them is sent back to the
-// client's redirect URI.
+// redirect URI have been validated: an error among them may be sent back to the
+// client's redirect URI (refuseAuthorization decides).
 type authzParams struct {
 	State         string
 	CodeChallenge string
@@ -110,15 +110,15 @@ func (q *request) authorize() {
 
 	p, e := parseAuthorizeParams(v)
 	if e != nil {
-		q.redirectError(redirectURI, p.State, e)
+		q.refuseAuthorization(c.ClientID, redirectURI, p.State, e)
 		return
 	}
 	if p.Resource != "" && p.Resource != q.resource() {
-		q.redirectError(redirectURI, p.State, oerr(ErrInvalidTarget, "resource must be "+q.resource()+" (or absent); got "+quote(p.Resource)))
+		q.refuseAuthorization(c.ClientID, redirectURI, p.State, oerr(ErrInvalidTarget, "resource must be "+q.resource()+" (or absent); got "+quote(p.Resource)))
 		return
 	}
 	if len(c.GrantTypes) > 0 && !slices.Contains(c.GrantTypes, "authorization_code") {
-		q.redirectError(redirectURI, p.State, oerr(ErrUnauthorizedClient, "the client did not register the authorization_code grant type"))
+		q.refuseAuthorization(c.ClientID, redirectURI, p.State, oerr(ErrUnauthorizedClient, "the client did not register the authorization_code grant type"))
 		return
 	}
 	q.touch(ctx, c)

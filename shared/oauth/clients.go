@@ -102,17 +102,18 @@ func (c client) displayName() string {
 }
 
 // hostOf is the host a page shows for a URL: the host (with port) of an http(s) URL,
-// "scheme:" plus host of another scheme (native apps' private-use schemes).
+// "scheme:" plus host of another scheme (native apps' private-use schemes); an
+// internationalized host as its A-label (clientmeta.DisplayHost).
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
 	}
 	if u.Scheme == "http" || u.Scheme == "https" {
-		return u.Host
+		return clientmeta.DisplayHost(u.Host)
 	}
 	if u.Host != "" {
-		return u.Scheme + "://" + u.Host
+		return u.Scheme + "://" + clientmeta.DisplayHost(u.Host)
 	}
 	return u.Scheme + ":"
 }
@@ -126,7 +127,7 @@ func originOf(raw string) string {
 	}
 	o := u.Scheme + ":"
 	if u.Scheme == "http" || u.Scheme == "https" {
-		o = u.Scheme + "://" + u.Host
+		o = u.Scheme + "://" + clientmeta.DisplayHost(u.Host) // a CSP source is ASCII
 	}
 	// A source list is split on spaces and ends at ';': a redirect URI must not be
 	// able to add a directive to the policy that is meant to confine it.

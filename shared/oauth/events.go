@@ -3,11 +3,10 @@ package oauth
 import (
 	"context"
 	"net"
-	"slices"
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
-	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 )
 
 // event is one authorization audit record before the common fields are filled.
@@ -25,31 +24,15 @@ type event struct {
 // calls, with EventType authorization and Transport oauth. Nothing is handed out
 // unless its record was written: callers treat an error as a failed request.
 func (s *Server) record(ctx context.Context, ev event) error {
-	now := s.now()
-	rec := audit.Record{
-		EventID:        audit.NewEventIDAt(now),
-		EventVersion:   audit.EventVersion,
-		Timestamp:      audit.FormatTime(now),
-		Outcome:        audit.OutcomeSuccess,
-		ScopesProvided: slices.Clone(ev.scopes),
-		ScopesRequired: slices.Clone(ev.requested),
-		WorkspaceID:    ev.workspace,
-		UserID:         ev.user,
-		TokenID:        ev.tokenID,
-		// The grant is what an authorization event acts on.
-		ResourceID: ev.grantID,
-		RequestID:  ev.requestID,
-		ClientName: bound(ev.name, 256),
-		UserAgent:  bound(ev.ua, 512),
-		SourceIP:   ev.addr,
-		Transport:  audit.TransportOAuth,
-		ClientID:   bound(ev.clientID, 2048),
-		EventType:  audit.EventAuthorization,
-		Action:     ev.action,
-	}
-	if ev.denied != "" {
-		rec.Outcome, rec.Reason = audit.OutcomeDenied, string(ev.denied)
-	}
+	rec := record.StartAuthorization(record.Authorization{
+		Action:   ev.action,
+		ClientID: ev.clientID, ClientName: ev.name,
+		WorkspaceID: ev.workspace, UserID: ev.user, TokenID: ev.tokenID, GrantID: ev.grantID,
+		Scopes: ev.scopes, Requested: ev.requested,
+		RequestID: ev.requestID, UserAgent: ev.ua, SourceIP: ev.addr,
+	})
+	// A refusal's code decides its outcome (denied for every code it uses).
+	record.Finish(&rec, s.now(), ev.denied, false, 0)
 	if err := s.cfg.Sink.Write(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.ErrorContext(ctx, "oauth: audit write failed", "action", ev.action, "client_id", ev.clientID, "err", err)
 		return err

@@ -87,7 +87,7 @@ const (
 // consent form is a few hundred bytes, a registration a few kilobytes.
 const maxFormBytes = 64 << 10
 
-// RateCounter counts registrations per source IP: store.Writer's UpdateRateCounter.
+// RateCounter counts registrations and sign-ins per source: store.Writer's UpdateRateCounter.
 type RateCounter interface {
 	UpdateRateCounter(ctx context.Context, ws, key string, windowStart time.Time, window time.Duration) (int64, error)
 }
@@ -113,7 +113,11 @@ type Config struct {
 	// RegistrationLimit is the number of registrations one source IP may make per
 	// hour (default 20).
 	RegistrationLimit int
-	Counter           RateCounter
+	// PendingLimit is the number of sign-ins (each stores a pending request before
+	// anyone has signed in) one source address, or IPv6 /64, may start per
+	// PendingTTL (default DefaultPendingLimit).
+	PendingLimit int
+	Counter      RateCounter
 	// OnRevoke, when set, is told the token ids of the access tokens a revocation
 	// ended, after they are revoked in the store. A process that verifies tokens
 	// itself (aacmcp serve) drops them from its verifier cache, so a revocation
@@ -160,6 +164,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("oauth: Config.RefreshTokenTTL must be positive and at most 366 days")
 	case cfg.RegistrationLimit < 0:
 		return nil, errors.New("oauth: Config.RegistrationLimit must not be negative")
+	case cfg.PendingLimit < 0:
+		return nil, errors.New("oauth: Config.PendingLimit must not be negative")
+	}
+	if cfg.PendingLimit == 0 {
+		cfg.PendingLimit = DefaultPendingLimit
 	}
 	if cfg.AccessTokenTTL == 0 {
 		cfg.AccessTokenTTL = DefaultAccessTokenTTL

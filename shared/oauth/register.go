@@ -46,16 +46,13 @@ func (q *request) register() {
 	// Every attempt counts, valid or not: the limit is on the source, so a flood of
 	// malformed requests is throttled too.
 	now := q.s.now().UTC()
-	window := now.Truncate(registrationWindow)
 	ip := sourceIP(q.r.RemoteAddr)
-	n, err := q.s.cfg.Counter.UpdateRateCounter(ctx, "", "oauth_register:"+ip, window, registrationWindow)
-	if err != nil {
-		q.jsonError(q.internal("counted the registration", err))
+	retry, e := q.countSource("oauth_register", registrationWindow, q.s.cfg.RegistrationLimit)
+	if e != nil {
+		q.jsonError(e)
 		return
 	}
-	if n > int64(q.s.cfg.RegistrationLimit) {
-		retry := int64(window.Add(registrationWindow).Sub(now)/time.Second) + 1
-		q.w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+	if retry > 0 {
 		writeJSON(q.w, http.StatusTooManyRequests, errorBody{Error: string(ErrTemporarilyUnavailable),
 			Description: "too many registrations from this address; retry after " + strconv.FormatInt(retry, 10) + " seconds"})
 		return

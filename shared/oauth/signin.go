@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -30,6 +31,17 @@ func (q *request) startSignin(p store.OAuthPending) {
 	}
 	if q.s.upstream == nil && !loopbackIssuer(q.issuer) {
 		q.devOnLoopbackOnly()
+		return
+	}
+	// The pending row is the one an anonymous caller makes this server store:
+	// bounded per source (sourcelimit.go).
+	if retry, e := q.countSource("oauth_pending", PendingTTL, q.s.cfg.PendingLimit); e != nil || retry > 0 {
+		if e != nil {
+			q.errorPageFor(e, "")
+			return
+		}
+		q.errorPage(http.StatusTooManyRequests, "Too many sign-ins",
+			"Too many sign-ins were started from your network in the last minutes. Wait "+strconv.FormatInt(retry, 10)+" seconds, then connect again from your application.")
 		return
 	}
 	now := q.s.now().UTC()
@@ -200,11 +212,12 @@ func (q *request) callback() {
 		return
 	}
 	if upErr, _ := single(v, "error"); upErr != "" {
-		// The person cancelled, or the provider refused: the request ends here, and
-		// an authorization request is answered at its (validated) redirect URI.
+		// The person cancelled, or the provider refused: the request ends here. The
+		// person has approved nothing, so refuseAuthorization decides where the
+		// answer goes.
 		q.consume(p)
 		if p.Purpose == purposeAuthorize {
-			q.redirectError(p.RedirectURI, p.State, oerr(ErrAccessDenied, "sign-in at the identity provider did not complete ("+quote(upErr)+")"))
+			q.refuseAuthorization(p.ClientID, p.RedirectURI, p.State, oerr(ErrAccessDenied, "sign-in at the identity provider did not complete ("+quote(upErr)+")"))
 			return
 		}
 		q.errorPage(http.StatusForbidden, "Sign-in did not complete", "The identity provider answered "+quote(upErr)+".")

@@ -128,27 +128,18 @@ func (e WAFLogEntry) Record(tools accesslog.ToolLookup) (audit.Record, bool) {
 		return audit.Record{}, false
 	}
 	at := record.LoggedTime(e.Timestamp)
-	r := audit.Record{
-		EventID: record.StableEventID(at, "waf:"+e.WebACLID+"|"+e.HTTPRequest.RequestID+"|"+
-			strconv.FormatInt(e.Timestamp, 10)+"|"+e.HTTPRequest.ClientIP+"|"+e.HTTPRequest.URI),
-		EventVersion:    audit.EventVersion,
-		Timestamp:       audit.FormatTime(at),
+	r := record.Start(record.Request{
 		Tool:            record.Clean(name),
-		Outcome:         audit.OutcomeDenied,
-		Reason:          string(apperr.WAFBlocked),
-		ScopesProvided:  []string{},
-		ScopesRequired:  []string{},
+		Transport:       transport,
 		RequestID:       record.Clean(e.HTTPRequest.RequestID),
 		ProtocolVersion: record.Clean(e.header("MCP-Protocol-Version")),
 		UserAgent:       record.Clean(e.header("User-Agent")),
 		SourceIP:        record.Clean(e.HTTPRequest.ClientIP),
-		Transport:       transport,
-		EventType:       audit.EventToolCall,
-	}
+	})
 	if t, ok := tools.Lookup(r.Tool); ok {
-		r.ReadOnly = t.Annotations.ReadOnly
-		r.Destructive = t.Annotations.Destructive
-		r.ScopesRequired = append([]string(nil), t.Scopes...)
+		record.Describe(&r, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 	}
+	record.FinishLogged(&r, at, "waf:"+e.WebACLID+"|"+e.HTTPRequest.RequestID+"|"+
+		strconv.FormatInt(e.Timestamp, 10)+"|"+e.HTTPRequest.ClientIP+"|"+e.HTTPRequest.URI, apperr.WAFBlocked, 0)
 	return r, true
 }

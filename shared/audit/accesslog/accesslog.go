@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
@@ -117,30 +118,25 @@ func (e Entry) Record(tools ToolLookup) (audit.Record, bool) {
 	}
 	ms, _ := strconv.ParseInt(strings.TrimSpace(e.RequestTime), 10, 64)
 	at := record.LoggedTime(ms)
-	r := audit.Record{
-		EventID:        record.StableEventID(at, "apigw:"+e.ExtendedRequestID),
-		EventVersion:   audit.EventVersion,
-		Timestamp:      audit.FormatTime(at),
-		Outcome:        audit.OutcomeDenied,
-		Reason:         string(apperr.InvalidToken),
-		ScopesProvided: []string{},
-		ScopesRequired: []string{},
-		RequestID:      record.Clean(e.ExtendedRequestID),
-		UserAgent:      record.Clean(e.UserAgent),
-		SourceIP:       record.Clean(e.IP),
-		// A request API Gateway refused for want of a token is a tool call
-		// attempt, and without a token no OAuth client is known: client_id "".
-		EventType: audit.EventToolCall,
+	// A request API Gateway refused for want of a token is a tool call attempt,
+	// and without a token no OAuth client is known: client_id "".
+	req := record.Request{
+		Transport: record.Transport(e.ResourcePath, e.Path),
+		RequestID: record.Clean(e.ExtendedRequestID),
+		UserAgent: record.Clean(e.UserAgent),
+		SourceIP:  record.Clean(e.IP),
 	}
-	if ms, err := strconv.ParseInt(strings.TrimSpace(e.ResponseLatency), 10, 64); err == nil && ms >= 0 {
-		r.DurationMS = ms
-	}
-	r.Transport = record.Transport(e.ResourcePath, e.Path)
 	if strings.TrimSpace(e.ResourcePath) == record.ToolsResource {
-		r.Tool = record.Clean(record.ToolFromPath(e.Path))
+		req.Tool = record.Clean(record.ToolFromPath(e.Path))
 	}
+	r := record.Start(req)
 	if t, ok := tools.Lookup(r.Tool); ok && r.Tool != "" {
 		record.Describe(&r, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 	}
+	var d time.Duration
+	if lat, err := strconv.ParseInt(strings.TrimSpace(e.ResponseLatency), 10, 64); err == nil && lat >= 0 {
+		d = time.Duration(lat) * time.Millisecond
+	}
+	record.FinishLogged(&r, at, "apigw:"+e.ExtendedRequestID, apperr.InvalidToken, d)
 	return r, true
 }

@@ -1,8 +1,10 @@
-// Package record builds audit records. The guard (every tool call), the Lambda
-// authorizer (refused tokens) and the access-log forwarder (requests API Gateway
-// refused itself) all build theirs here, so a record means the same thing whoever
-// wrote it: the same caps on caller-chosen text, the same transport and
-// tool-from-path rules, and the same 1 KB bound on the line.
+// Package record builds audit records. Every record is built here: the guard's
+// (every tool call), the Lambda authorizer's (refused tokens), the forwarder's
+// (requests API Gateway refused itself, from the access log; requests the web ACL
+// blocked, from the WAF log) and the authorization server's (StartAuthorization).
+// So a record means the same thing whoever wrote it: the same caps on
+// caller-chosen text, the same transport and tool-from-path rules, and the same
+// 1 KB bound on the line (Fit, which Finish and FinishLogged end with).
 package record
 
 import (
@@ -99,6 +101,34 @@ func Start(req Request) audit.Record {
 	return r
 }
 
+// Authorization is what the authorization server knows of one of its events.
+type Authorization struct {
+	Action                                string // audit.Action*
+	ClientID, ClientName                  string
+	WorkspaceID, UserID, TokenID, GrantID string
+	Scopes, Requested                     []string // granted (or held), and asked for
+	RequestID, UserAgent, SourceIP        string
+}
+
+// StartAuthorization is Start for an authorization event (event type
+// authorization, transport oauth): the account, token and client it concerns take
+// the places of a tool call's principal, so they get the same caps, and the grant
+// it acts on is the resource.
+func StartAuthorization(a Authorization) audit.Record {
+	r := Start(Request{
+		Principal: &auth.Principal{WorkspaceID: a.WorkspaceID, UserID: a.UserID, TokenID: a.TokenID, ClientID: a.ClientID, Scopes: a.Scopes},
+		Transport: audit.TransportOAuth,
+		RequestID: a.RequestID, ClientName: a.ClientName, UserAgent: a.UserAgent, SourceIP: a.SourceIP,
+	})
+	r.EventType, r.Action = audit.EventAuthorization, a.Action
+	r.ScopesRequired = slices.Clone(a.Requested)
+	if r.ScopesRequired == nil {
+		r.ScopesRequired = []string{}
+	}
+	SetResourceID(&r, a.GrantID)
+	return r
+}
+
 // Describe copies a known tool's annotations and required scopes into r.
 func Describe(r *audit.Record, readOnly, destructive bool, scopes []string) {
 	r.ReadOnly = readOnly
@@ -133,8 +163,20 @@ func SetIdempotencyKey(r *audit.Record, h *audit.HMAC, key string) {
 // Finish stamps the outcome of code ("" for success) at time end, gives the record
 // its event id and fits it under MaxLine.
 func Finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d time.Duration) {
-	r.Timestamp = audit.FormatTime(end)
 	r.EventID = audit.NewEventIDAt(end)
+	finish(r, end, code, replay, d)
+}
+
+// FinishLogged is Finish for a record made from a log line (the access log, the
+// WAF log): stamped with the line's time at, and with an event id derived from
+// seed (StableEventID), so a line delivered twice gives the same record.
+func FinishLogged(r *audit.Record, at time.Time, seed string, code apperr.Code, d time.Duration) {
+	r.EventID = StableEventID(at, seed)
+	finish(r, at, code, false, d)
+}
+
+func finish(r *audit.Record, end time.Time, code apperr.Code, replay bool, d time.Duration) {
+	r.Timestamp = audit.FormatTime(end)
 	r.Outcome = string(code.Outcome())
 	r.Reason = string(code)
 	r.IdempotentReplay = replay

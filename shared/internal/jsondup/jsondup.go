@@ -3,11 +3,18 @@
 // object SHOULD be unique"), and parsers disagree: encoding/json keeps the last
 // value, others the first. A request a policy layer reads one way and the server
 // another is refused instead.
+//
+// Two names are the same when encoding/json would decode both into one struct
+// field: it matches names case-insensitively, by Unicode simple folding ("NAME",
+// "Name" and "name"; "\u212aind", with a KELVIN SIGN, and "kind"), and the last
+// match wins. So {"name":"get_issue","NAME":"delete_issue"} names one tool to a
+// proxy that reads params.name exactly and another to this server.
 package jsondup
 
 import (
 	"bytes"
 	"encoding/json"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,9 +24,10 @@ import (
 const smallObject = 16
 
 // Find reports the first member name that repeats within one object of doc, as
-// decoded (so "a" and "\u0061" are the same name). ok is false when every object's
-// names are distinct, and also when doc is not valid JSON: whoever decodes doc
-// reports that.
+// decoded (so "a" and "\u0061" are the same name) and folded as encoding/json folds
+// it (so "a" and "A" are too); name is the later spelling. ok is false when every
+// object's names are distinct, and also when doc is not valid JSON: whoever decodes
+// doc reports that.
 //
 // It runs on every /mcp body and every tool's arguments, so it walks the bytes
 // itself instead of json.Decoder's token stream, which allocates for every token:
@@ -81,14 +89,16 @@ func Find(doc []byte) (name string, ok bool) {
 			}
 			i = end
 			if top.seen != nil {
-				if _, dup := top.seen[string(nm)]; dup {
+				key := string(appendFolded(nil, nm))
+				if _, dup := top.seen[key]; dup {
 					return string(nm), true
 				}
-				top.seen[string(nm)] = struct{}{}
+				top.seen[key] = struct{}{}
 				continue
 			}
 			for _, prev := range names[top.first:] {
-				if bytes.Equal(prev, nm) {
+				// bytes.EqualFold is the relation appendFolded's keys stand for.
+				if bytes.EqualFold(prev, nm) {
 					return string(nm), true
 				}
 			}
@@ -98,15 +108,37 @@ func Find(doc []byte) (name string, ok bool) {
 			}
 			top.seen = make(map[string]struct{}, 2*smallObject)
 			for _, prev := range names[top.first:] {
-				top.seen[string(prev)] = struct{}{}
+				top.seen[string(appendFolded(nil, prev))] = struct{}{}
 			}
-			top.seen[string(nm)] = struct{}{}
+			top.seen[string(appendFolded(nil, nm))] = struct{}{}
 			names = names[:top.first]
 		default:
 			i++
 		}
 	}
 	return "", false
+}
+
+// appendFolded appends name's folded form, the one encoding/json compares names in
+// (its foldName): ASCII letters upper-cased, any other rune r replaced by
+// unicode.ToUpper(unicode.ToLower(r)). Two names fold alike exactly when
+// bytes.EqualFold calls them equal.
+func appendFolded(dst, name []byte) []byte {
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(name[i:])
+		dst = utf8.AppendRune(dst, unicode.ToUpper(unicode.ToLower(r)))
+		i += n
+	}
+	return dst
 }
 
 // stringEnd returns the index just past the string literal starting at doc[start]

@@ -39,6 +39,19 @@ func TestFind(t *testing.T) {
 		{bigObject(40, ""), "", false},
 		{`{"a":` + bigObject(40, "") + `,"b":1,"a":2}`, "a", true},
 		{`42`, "", false},
+		// encoding/json matches member names to struct fields case-insensitively
+		// (Unicode simple folding) and the last match wins: names that differ only
+		// in case are the same name to it, so they are duplicates here too.
+		{`{"name":"get_issue","NAME":"delete_issue"}`, "NAME", true},
+		{`{"arguments":{},"Arguments":{"confirm":true}}`, "Arguments", true},
+		{`{"method":"tools/list","METHOD":"tools/call"}`, "METHOD", true},
+		{`{"a":{"confirm":false,"Confirm":true}}`, "Confirm", true},
+		{`{"kind":1,"\u212aind":2}`, "\u212aind", true},                // KELVIN SIGN folds to k
+		{`{"arguments":1,"argument\u017f":2}`, "argument\u017f", true}, // LONG S folds to s
+		{`{"\u00e9":1,"\u00c9":2}`, "\u00c9", true},
+		{`{"stra\u00dfe":1,"STRASSE":2}`, "", false}, // ß is not a simple fold of SS
+		{`{"a":1,"b":2,"A1":3}`, "", false},
+		{bigObject(40, "N3"), "N3", true},
 	}
 	for _, tc := range tests {
 		name, ok := Find([]byte(tc.doc))
@@ -68,7 +81,8 @@ func bigObject(n int, repeat string) string {
 
 // hasDuplicate is an independent reference: it decodes doc keeping every member of
 // every object (json.Decoder's Token stream walked recursively) and reports whether
-// some object repeats a name.
+// some object holds two names that strings.EqualFold calls equal, the rule
+// encoding/json matches names by.
 func hasDuplicate(dec *json.Decoder) (bool, error) {
 	tok, err := dec.Token()
 	if err != nil {
@@ -81,16 +95,18 @@ func hasDuplicate(dec *json.Decoder) (bool, error) {
 	dup := false
 	switch d {
 	case '{':
-		seen := map[string]bool{}
+		var seen []string
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {
 				return false, err
 			}
-			if seen[k.(string)] {
-				dup = true
+			for _, prev := range seen {
+				if strings.EqualFold(prev, k.(string)) {
+					dup = true
+				}
 			}
-			seen[k.(string)] = true
+			seen = append(seen, k.(string))
 			inner, err := hasDuplicate(dec)
 			if err != nil {
 				return false, err
@@ -111,7 +127,9 @@ func hasDuplicate(dec *json.Decoder) (bool, error) {
 }
 
 func FuzzFind(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":1,"c":2}]}}`, `[{"a":1},{"a":1}]`, `{"x":"y"}`} {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":1,"c":2}]}}`, `[{"a":1},{"a":1}]`, `{"x":"y"}`,
+		`{"name":"get_issue","NAME":"delete_issue"}`, `{"params":{"arguments":{},"Arguments":{}}}`,
+		`{"\u212a":1,"k":2}`, `{"\u017f":1,"S":2}`, `{"\u00df":1,"SS":2}`, `{"\u01c5":1,"\u01c6":2}`} {
 		f.Add([]byte(s), "k")
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, key string) {
@@ -133,6 +151,12 @@ func FuzzFind(f *testing.F) {
 			if n, ok := Find(twice); !ok {
 				t.Fatalf("Find(%q) missed the repeated %q (got %q)", twice, key, n)
 			}
+			// And so is the same name in another case.
+			uq := strconv.Quote(strings.ToUpper(key))
+			variant := []byte(`{` + q + `:` + string(doc) + `,` + uq + `:null}`)
+			if n, ok := Find(variant); !ok && strings.EqualFold(key, strings.ToUpper(key)) {
+				t.Fatalf("Find(%q) missed %q and its case variant (got %q)", variant, key, n)
+			}
 		}
 	})
 }
@@ -144,6 +168,34 @@ func BenchmarkFind(b *testing.B) {
 	for b.Loop() {
 		if _, dup := Find(doc); dup {
 			b.Fatal("duplicate")
+		}
+	}
+}
+
+// The premise of folding: encoding/json gives a struct field the last member whose
+// name folds to the field's, so each pair below means one thing to a reader that
+// matches names exactly and another to this server; Find refuses every one.
+func TestDecoderMatchesFoldedNames(t *testing.T) {
+	for _, doc := range []string{
+		`{"name":"get_issue","NAME":"delete_issue"}`,
+		`{"name":"get_issue","Name":"delete_issue"}`,
+		`{"name":"get_issue","n\u0041me":"delete_issue"}`,
+		`{"kind":"get_issue","\u212aind":"delete_issue"}`,
+		`{"class":"get_issue","cla\u017f\u017f":"delete_issue"}`,
+	} {
+		var v struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			Class string `json:"class"`
+		}
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Name+v.Kind+v.Class != "delete_issue" {
+			t.Errorf("%s decoded as %+v: the premise no longer holds", doc, v)
+		}
+		if _, ok := Find([]byte(doc)); !ok {
+			t.Errorf("Find(%s) found no duplicate", doc)
 		}
 	}
 }

@@ -74,7 +74,7 @@ func IsMetadataURL(clientID string) bool {
 	}
 	// The authority must be exactly what url.Parse took as the host: "@" anywhere before
 	// the path would otherwise be userinfo in some other parser's reading.
-	if strings.ContainsRune(u.Host, '@') || !validPort(u.Port()) {
+	if strings.ContainsRune(u.Host, '@') || !validPort(u.Port()) || hostProblem(u.Hostname()) != "" {
 		return false
 	}
 	p := u.EscapedPath()

@@ -301,6 +301,9 @@ func checkRedirectURI(raw, appType string) string {
 		return "has an invalid port"
 	}
 	host := u.Hostname()
+	if p := hostProblem(host); p != "" {
+		return p
+	}
 	switch u.Scheme {
 	case "https":
 		if host == "" {
@@ -353,7 +356,7 @@ func checkHTTPSURL(raw string) string {
 	if u.User != nil || strings.ContainsRune(u.Host, '@') || !validPort(u.Port()) {
 		return "must be an https URL without userinfo"
 	}
-	return ""
+	return hostProblem(u.Hostname())
 }
 
 // sanitizeName makes client_name plain text: whitespace of every kind becomes one
