@@ -1,35 +1,15 @@
 package clientmeta
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aacworkflow/aacmcp/test/harness"
 )
-
-// syncBuffer is a log destination the fetcher's goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) take() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.b.String()
-	s.b.Reset()
-	return out
-}
 
 // TestStaleOnOutage: a document that expired is still used for StaleOnOutage when
 // its host is down (unreachable, 5xx, 429), with a warning in the log; it is not when
@@ -108,7 +88,8 @@ func TestStaleOnOutage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &clock{now: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)}
-			var logs syncBuffer
+			var logs harness.Buffer
+			seen := 0
 			f := NewFetcher(Options{AllowLoopback: true, RootCAs: s.pool, Now: clk.Now, Timeout: 300 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			s.mu.Lock()
@@ -125,7 +106,9 @@ func TestStaleOnOutage(t *testing.T) {
 				if hit := s.hitsOf("/doc.json") > before; hit != st.wantHit {
 					t.Fatalf("step %d (%s): host asked %v, want %v", i, st.mode, hit, st.wantHit)
 				}
-				log := logs.take()
+				all := logs.String()
+				log := all[seen:]
+				seen = len(all)
 				warned := strings.Contains(log, "level=WARN") && strings.Contains(log, "using the copy that expired") &&
 					strings.Contains(log, "client_id="+id) && strings.Contains(log, "usable_until=")
 				if warned != st.wantWarn {
