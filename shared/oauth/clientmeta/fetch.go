@@ -148,7 +148,8 @@ func (f *Fetcher) Fetch(ctx context.Context, clientID string) (Client, error) {
 		return Client{}, invalidClient(descNotMetadataURL)
 	}
 	f.mu.Lock()
-	if e, ok := f.cache[clientID]; ok {
+	e, cached := f.cache[clientID]
+	if cached {
 		now := f.opts.Now()
 		switch {
 		case now.Before(e.expires), now.Before(e.retryAt):
@@ -156,12 +157,19 @@ func (f *Fetcher) Fetch(ctx context.Context, clientID string) (Client, error) {
 			return e.client.clone(), nil
 		case !now.Before(e.expires.Add(StaleOnOutage)):
 			delete(f.cache, clientID)
+			cached = false
 		}
 	}
 	c, ok := f.inflight[clientID]
 	if !ok {
 		if len(f.inflight) >= maxInflight {
-			f.mu.Unlock()
+			defer f.mu.Unlock()
+			// A flood of new client ids must not lock out a client this server
+			// already knows: its copy stands in as during an outage.
+			if cached {
+				f.useStale(clientID, e, descBusy)
+				return e.client.clone(), nil
+			}
 			return Client{}, invalidClient(descBusy)
 		}
 		c = &call{done: make(chan struct{})}
@@ -204,14 +212,7 @@ func (f *Fetcher) run(clientID string, c *call) {
 		// broken document takes effect at once. (Or the copy is too old to use.)
 		delete(f.cache, clientID)
 	default:
-		until := e.expires.Add(StaleOnOutage)
-		e.retryAt = now.Add(staleRetry)
-		if e.retryAt.After(until) {
-			e.retryAt = until
-		}
-		f.cache[clientID] = e
-		f.opts.Logger.Warn("oauth: the client metadata document could not be fetched again; using the copy that expired",
-			"client_id", clientID, "expired", e.expires, "usable_until", until, "reason", err.Description)
+		f.useStale(clientID, e, err.Description)
 		client, err = e.client, nil
 	}
 	c.client = client
@@ -219,6 +220,20 @@ func (f *Fetcher) run(clientID string, c *call) {
 		c.err = err.Error
 	}
 	close(c.done)
+}
+
+// useStale records that the expired copy e stands in for clientID's document, which
+// could not be fetched for reason: it is served without asking the host again for
+// staleRetry, and the log says so. f.mu must be held.
+func (f *Fetcher) useStale(clientID string, e cacheEntry, reason string) {
+	until := e.expires.Add(StaleOnOutage)
+	e.retryAt = f.opts.Now().Add(staleRetry)
+	if e.retryAt.After(until) {
+		e.retryAt = until
+	}
+	f.cache[clientID] = e
+	f.opts.Logger.Warn("oauth: the client metadata document could not be fetched again; using the copy that expired",
+		"client_id", clientID, "expired", e.expires, "usable_until", until, "reason", reason)
 }
 
 // store adds an entry, making room first: entries past any use go, then the one

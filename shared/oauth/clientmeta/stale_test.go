@@ -1,6 +1,9 @@
 package clientmeta
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -116,5 +119,64 @@ func TestStaleOnOutage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStaleWhenBusy: while every fetch slot is taken (a flood of new client ids), a
+// known client whose copy expired gets the copy, with the warning, and a client
+// never fetched is refused.
+func TestStaleWhenBusy(t *testing.T) {
+	release := make(chan struct{})
+	s := newDocServer(t, map[string]http.HandlerFunc{
+		"/doc.json": serveJSON(http.Header{"Cache-Control": {"max-age=300"}}, func(r *http.Request) string { return docFor(r, "Doc") }),
+		"/hang/": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		},
+	})
+	clk := &clock{now: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)}
+	var logs harness.Buffer
+	f := NewFetcher(Options{AllowLoopback: true, RootCAs: s.pool, Now: clk.Now, Timeout: 20 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	id := s.URL + "/doc.json"
+	if _, err := f.Fetch(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(301 * time.Second)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	for i := range maxInflight {
+		go func() { _, _ = f.Fetch(ctx, fmt.Sprintf("%s/hang/%d.json", s.URL, i)) }()
+	}
+	t.Cleanup(func() { cancel(); close(release) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		n := len(f.inflight)
+		f.mu.Unlock()
+		if n == maxInflight {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d fetches under way, want %d", n, maxInflight)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	c, err := f.Fetch(t.Context(), id)
+	if err != nil || c.Name != "Doc" {
+		t.Fatalf("the known client while busy: %+v, %v; want its copy", c, err)
+	}
+	if s.hitsOf("/doc.json") != 1 {
+		t.Errorf("the host was asked %d times, want once (the first fetch)", s.hitsOf("/doc.json"))
+	}
+	if log := logs.String(); !strings.Contains(log, "using the copy that expired") || !strings.Contains(log, "client_id="+id) {
+		t.Errorf("no warning for the copy; log:\n%s", log)
+	}
+	var e *Error
+	if _, err := f.Fetch(t.Context(), s.URL+"/never.json"); !errors.As(err, &e) || e.Description != descBusy {
+		t.Errorf("a client never fetched while busy: %v, want %q", err, descBusy)
 	}
 }
