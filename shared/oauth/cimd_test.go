@@ -41,7 +41,7 @@ func TestMetadataDocumentClient(t *testing.T) {
 	page := b.signIn(t, h.authzURL(id, nativeRedirect, withParam("scope", "issues:read")), "bob")
 	host := strings.TrimPrefix(strings.TrimSuffix(id, "/client.json"), "https://")
 	// The host that vouches for the client is shown beside its self-asserted name.
-	contains(t, page.body, "Document Client", `<dd class="host">`+host+`</dd>`)
+	contains(t, page.body, "Document Client", `<span class="host">`+host+`</span>`)
 	r := b.consent(t, page, "allow", "", "issues:read")
 	status, tok := h.redeem(id, r.location(t).Query().Get("code"), nativeRedirect)
 	if status != http.StatusOK {

@@ -314,6 +314,10 @@ func (q *request) parseForm() bool {
 	return true
 }
 
+// DevSignInAnswers reports whether the dev sign-in page answers requests that reach
+// the server as issuer (its public base URL): only when that is a loopback URL.
+func DevSignInAnswers(issuer string) bool { return loopbackIssuer(issuer) }
+
 // loopbackIssuer reports whether the server was reached by a loopback name. The dev
 // sign-in page lets anyone act as any member: the process listening on loopback is
 // not enough (a tunnel or reverse proxy in front of it reaches it there too), so the

@@ -25,18 +25,23 @@ const FLAGS = [
   '--disable-sync',
 ];
 
+// The window of a laptop a person answers the consent page on: what they see
+// without scrolling is what a consent entry's buttons are checked against.
+export const VIEWPORT = { width: 1280, height: 800 };
+
 // How long one page may take to answer; far above what a loopback server needs, so
 // that a stuck page fails with its own text instead of a bare timeout.
 const STEP_MS = 20_000;
 
 // launchBrowser starts chromium with a profile of its own in a new temporary
-// directory; close() stops it and removes the profile.
-export async function launchBrowser() {
+// directory, with FLAGS and extraArgs; close() stops it and removes the profile.
+export async function launchBrowser(extraArgs = []) {
   const dir = await mkdtemp(join(tmpdir(), 'aacmcp-chromium-'));
   const context = await chromium.launchPersistentContext(dir, {
     executablePath: process.env.AACMCP_CHROMIUM || '/usr/bin/chromium',
     headless: true,
-    args: FLAGS,
+    args: [...FLAGS, ...extraArgs],
+    viewport: VIEWPORT,
   });
   context.setDefaultTimeout(STEP_MS);
   return {
@@ -76,6 +81,18 @@ export function redirectListener() {
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+// inView is where the button is on the page as it loaded (nothing scrolled), and
+// whether it is there to be pressed: the whole of it inside the viewport, and the
+// element at its centre is the button itself (nothing drawn over it).
+async function inView(button) {
+  return button.evaluate((b) => {
+    const r = b.getBoundingClientRect();
+    const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+    const inside = r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth;
+    return { top: r.top, bottom: r.bottom, viewport: window.innerHeight, visible: inside && (top === b || b.contains(top)) };
+  });
 }
 
 // clickAndLoad clicks and waits for the next page to finish loading.
@@ -124,6 +141,9 @@ export async function authorize(browser, redirect, authUrl, answer) {
       }
       const allow = page.getByRole('button', { name: 'Allow', exact: true });
       if (await allow.count() > 0) {
+        // First, before anything can scroll the page.
+        const deny = page.getByRole('button', { name: 'Deny', exact: true });
+        const buttons = { allow: await inView(allow), deny: await inView(deny) };
         const offered = await checkboxNames(page, answer.allScopes);
         const checked = [];
         for (const s of offered) {
@@ -133,14 +153,14 @@ export async function authorize(browser, redirect, authUrl, answer) {
         const workspaces = await chooser.count() > 0
           ? await chooser.locator('option').evaluateAll((os) => os.map((o) => o.value))
           : [];
-        consents.push({ url: page.url(), offered, checked, workspaces, text: await page.locator('body').innerText() });
+        consents.push({ url: page.url(), offered, checked, workspaces, text: await page.locator('body').innerText(), buttons });
         if (answer.scopes) {
           for (const s of offered) {
             await page.getByRole('checkbox', { name: s, exact: true }).setChecked(answer.scopes.includes(s));
           }
         }
         if (answer.workspace) await chooser.selectOption(answer.workspace);
-        await clickAndLoad(page, answer.deny ? page.getByRole('button', { name: 'Deny', exact: true }) : allow);
+        await clickAndLoad(page, answer.deny ? deny : allow);
         continue;
       }
       if (answer.user) {

@@ -111,7 +111,7 @@ func Build(ctx context.Context, cfg Config, d Deps) (*Function, error) {
 		Store: be, Tokens: be, Sink: d.Audit,
 		Counter:        registrationCounter{db: d.DB, table: cfg.Table},
 		Catalog:        catalog.New(catalog.Deps{}),
-		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: cfg.Dev, Now: d.Now}),
+		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: cfg.Dev, Now: d.Now, Logger: log}),
 		Dev:            cfg.Dev && cfg.OIDCIssuer == "",
 		AccessTokenTTL: cfg.AccessTokenTTL,
 		Logger:         log,

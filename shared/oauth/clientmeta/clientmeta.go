@@ -12,6 +12,7 @@ package clientmeta
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -93,20 +94,71 @@ func IsMetadataURL(clientID string) bool {
 	return true
 }
 
-// RedirectAllowed: got matches one registered redirect URI exactly (string equality
-// after no normalisation). RFC 9700 §4.1.3 and OAuth 2.1 §2.3.1 require exact matching;
-// the RFC 8252 §7.3 allowance for any loopback port is deliberately not applied (the
-// contract of this package is exact equality).
+// RedirectAllowed: got is one of the client's redirect URIs. RFC 9700 §4.1.3 and
+// OAuth 2.1 §2.3.1 require exact string matching (no normalisation), with one
+// exception, RFC 8252 §7.3: for an http redirect URI on a loopback host (127.0.0.1,
+// [::1], localhost) the port may differ, because a native app listens on whatever
+// port the system gives it at the time. Everything else still matches exactly:
+// scheme, host as spelt (localhost is not 127.0.0.1), path and query. The token
+// endpoint compares against the redirect URI of the authorization, not this list,
+// so a code cannot be redeemed on yet another port.
 func RedirectAllowed(c Client, got string) bool {
 	if got == "" {
 		return false
 	}
+	if slices.Contains(c.RedirectURIs, got) {
+		return true
+	}
+	host, port, rest, ok := splitLoopbackRedirect(got)
+	if !ok {
+		return false
+	}
+	// The port is the only part left to vary, so it must be a port: one to five
+	// digits without a leading zero, 1-65535 (absent is port 80).
+	if port != "" && (port[0] == '0' || !validPort(port)) {
+		return false
+	}
 	for _, u := range c.RedirectURIs {
-		if u == got {
+		if h, _, r, ok := splitLoopbackRedirect(u); ok && h == host && r == rest {
 			return true
 		}
 	}
 	return false
+}
+
+// splitLoopbackRedirect splits an http loopback redirect URI into its host as spelt
+// (brackets kept), its port ("" when absent) and the rest (path and query). It works
+// on the string, not on a parsed URL, so the comparison of host and rest stays exact:
+// no parser's normalisation can make two different strings equal. ok is false for
+// anything else, and for strings a browser might read differently from this
+// function: controls, spaces, backslashes, a fragment or userinfo.
+func splitLoopbackRedirect(raw string) (host, port, rest string, ok bool) {
+	const scheme = "http://"
+	if !strings.HasPrefix(raw, scheme) || hasUnsafeByte(raw) || strings.ContainsAny(raw, "#@") {
+		return "", "", "", false
+	}
+	authority := raw[len(scheme):]
+	if i := strings.IndexAny(authority, "/?"); i >= 0 {
+		authority, rest = authority[:i], authority[i:]
+	}
+	host = authority
+	// The last colon starts the port unless it is inside an IPv6 literal's brackets.
+	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.Contains(authority[i:], "]") {
+		host, port = authority[:i], authority[i+1:]
+		if port == "" {
+			return "", "", "", false
+		}
+	}
+	name := host
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+		if !strings.Contains(name, ":") {
+			return "", "", "", false
+		}
+	} else if strings.ContainsAny(host, "[]:") {
+		return "", "", "", false
+	}
+	return host, port, rest, isLoopbackHost(name)
 }
 
 // hasUnsafeByte reports ASCII control characters, space and backslash. url.Parse accepts

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -31,6 +32,17 @@ const (
 	// maxInflight bounds distinct fetches under way at once, so a flood of
 	// authorization requests with fresh client ids cannot open unbounded connections.
 	maxInflight = 64
+	// StaleOnOutage is how long past its expiry a cached document stays usable when
+	// it cannot be fetched again because its host is unreachable or answers 5xx (RFC
+	// 5861's stale-if-error). Vendors' metadata endpoints have outages, and a client
+	// people use daily should not stop working with them. A document the host answers
+	// for with 4xx, a redirect or an invalid body is withdrawn or broken, not down: it
+	// is refused at once. A first fetch that fails is always refused.
+	StaleOnOutage = 24 * time.Hour
+	// staleRetry is how long a stale copy is served without trying the host again
+	// after a refresh failed, so that each request during an outage does not wait
+	// out a fetch timeout first.
+	staleRetry = time.Minute
 )
 
 // Options configure a Fetcher. Zero values take the defaults.
@@ -41,6 +53,7 @@ type Options struct {
 	MaxAge        time.Duration  // default and cap 24 h
 	RootCAs       *x509.CertPool // nil: the system pool (honours SSL_CERT_FILE)
 	Now           func() time.Time
+	Logger        *slog.Logger // nil: slog.Default(); warns when a stale copy is used
 }
 
 // Fetcher fetches, validates and caches Client ID Metadata Documents. It is safe for
@@ -48,6 +61,7 @@ type Options struct {
 // (Cache-Control max-age, else Expires, else 5 minutes), never longer than MaxAge;
 // no-store and no-cache mean not cached. Failures are never cached: the draft's
 // "Metadata Caching" section forbids caching error responses and invalid documents.
+// An expired document whose refresh meets an outage stays usable for StaleOnOutage.
 // Concurrent fetches of one URL share one request.
 type Fetcher struct {
 	opts   Options
@@ -59,9 +73,12 @@ type Fetcher struct {
 	inflight map[string]*call
 }
 
+// cacheEntry is fresh until expires, then usable only when a refresh meets an
+// outage, until expires+StaleOnOutage. retryAt, set by such a refresh, is when the
+// host is next tried.
 type cacheEntry struct {
-	client  Client
-	expires time.Time
+	client           Client
+	expires, retryAt time.Time
 }
 
 // call is one fetch under way; waiters counts the callers sharing it.
@@ -85,6 +102,9 @@ func NewFetcher(o Options) *Fetcher {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	d := &guardedDialer{allowLoopback: o.AllowLoopback, lookup: defaultLookup, timeout: o.Timeout}
 	tr := &http.Transport{
@@ -128,17 +148,28 @@ func (f *Fetcher) Fetch(ctx context.Context, clientID string) (Client, error) {
 		return Client{}, invalidClient(descNotMetadataURL)
 	}
 	f.mu.Lock()
-	if e, ok := f.cache[clientID]; ok {
-		if f.opts.Now().Before(e.expires) {
+	e, cached := f.cache[clientID]
+	if cached {
+		now := f.opts.Now()
+		switch {
+		case now.Before(e.expires), now.Before(e.retryAt):
 			f.mu.Unlock()
 			return e.client.clone(), nil
+		case !now.Before(e.expires.Add(StaleOnOutage)):
+			delete(f.cache, clientID)
+			cached = false
 		}
-		delete(f.cache, clientID)
 	}
 	c, ok := f.inflight[clientID]
 	if !ok {
 		if len(f.inflight) >= maxInflight {
-			f.mu.Unlock()
+			defer f.mu.Unlock()
+			// A flood of new client ids must not lock out a client this server
+			// already knows: its copy stands in as during an outage.
+			if cached {
+				f.useStale(clientID, e, descBusy)
+				return e.client.clone(), nil
+			}
 			return Client{}, invalidClient(descBusy)
 		}
 		c = &call{done: make(chan struct{})}
@@ -169,22 +200,51 @@ func (f *Fetcher) run(clientID string, c *call) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.inflight, clientID)
-	if err == nil && ttl > 0 {
-		f.store(clientID, client, f.opts.Now().Add(ttl))
+	now := f.opts.Now()
+	switch e, cached := f.cache[clientID]; {
+	case err == nil && ttl > 0:
+		f.store(clientID, client, now.Add(ttl))
+	case err == nil:
+		delete(f.cache, clientID) // the new document may not be stored
+	case !cached:
+	case !err.outage, !now.Before(e.expires.Add(StaleOnOutage)):
+		// The host answered, and what it said replaces the copy: a withdrawn or
+		// broken document takes effect at once. (Or the copy is too old to use.)
+		delete(f.cache, clientID)
+	default:
+		f.useStale(clientID, e, err.Description)
+		client, err = e.client, nil
 	}
-	c.client, c.err = client, err
+	c.client = client
+	if err != nil {
+		c.err = err.Error
+	}
 	close(c.done)
 }
 
-// store adds an entry, making room first: expired entries go, then the one closest to
-// expiry. The scan is O(n) only when the cache is full.
+// useStale records that the expired copy e stands in for clientID's document, which
+// could not be fetched for reason: it is served without asking the host again for
+// staleRetry, and the log says so. f.mu must be held.
+func (f *Fetcher) useStale(clientID string, e cacheEntry, reason string) {
+	until := e.expires.Add(StaleOnOutage)
+	e.retryAt = f.opts.Now().Add(staleRetry)
+	if e.retryAt.After(until) {
+		e.retryAt = until
+	}
+	f.cache[clientID] = e
+	f.opts.Logger.Warn("oauth: the client metadata document could not be fetched again; using the copy that expired",
+		"client_id", clientID, "expired", e.expires, "usable_until", until, "reason", reason)
+}
+
+// store adds an entry, making room first: entries past any use go, then the one
+// that expired first or expires soonest. The scan is O(n) only when the cache is full.
 func (f *Fetcher) store(clientID string, c Client, expires time.Time) {
 	if _, ok := f.cache[clientID]; !ok && len(f.cache) >= maxCacheEntries {
 		now := f.opts.Now()
 		var victim string
 		var soonest time.Time
 		for k, e := range f.cache {
-			if !now.Before(e.expires) {
+			if !now.Before(e.expires.Add(StaleOnOutage)) {
 				delete(f.cache, k)
 				continue
 			}
@@ -199,33 +259,46 @@ func (f *Fetcher) store(clientID string, c Client, expires time.Time) {
 	f.cache[clientID] = cacheEntry{client: c, expires: expires}
 }
 
+// fetchError is a failed fetch. outage: the host could not be reached, or answered
+// 5xx, 408 or 429, so a copy that expired may stand in (StaleOnOutage).
+type fetchError struct {
+	*Error
+	outage bool
+}
+
+func refused(desc string) *fetchError { return &fetchError{Error: invalidClient(desc)} }
+
+func outage(e *Error) *fetchError { return &fetchError{Error: e, outage: true} }
+
 // fetch does one GET and returns the validated client and how long it may be cached.
-func (f *Fetcher) fetch(clientID string) (Client, time.Duration, error) {
+func (f *Fetcher) fetch(clientID string) (Client, time.Duration, *fetchError) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientID, nil)
 	if err != nil {
-		return Client{}, 0, invalidClient(descNotMetadataURL)
+		return Client{}, 0, refused(descNotMetadataURL)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "aacmcp-oauth-client-metadata")
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return Client{}, 0, transportError(err)
+		return Client{}, 0, outage(transportError(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 
-	switch {
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return Client{}, 0, invalidClient(descRedirect(resp.StatusCode))
-	case resp.StatusCode != http.StatusOK:
-		return Client{}, 0, invalidClient(descStatus(resp.StatusCode))
+	switch s := resp.StatusCode; {
+	case s >= 300 && s < 400:
+		return Client{}, 0, refused(descRedirect(s))
+	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+		return Client{}, 0, outage(invalidClient(descStatus(s)))
+	case s != http.StatusOK:
+		return Client{}, 0, refused(descStatus(s))
 	}
 	if !isJSONMediaType(resp.Header.Get("Content-Type")) {
-		return Client{}, 0, invalidClient(descContentType)
+		return Client{}, 0, refused(descContentType)
 	}
 	if resp.ContentLength > f.opts.MaxBytes {
-		return Client{}, 0, invalidClient(descTooLarge(f.opts.MaxBytes))
+		return Client{}, 0, refused(descTooLarge(f.opts.MaxBytes))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
 	// When the deadline cuts a body short, net/http can report a clean EOF instead of
@@ -233,17 +306,21 @@ func (f *Fetcher) fetch(clientID string) (Client, time.Duration, error) {
 	// be judged as a malformed document. A read that ends after the deadline is a
 	// timeout, whatever the reader said.
 	if ctx.Err() != nil {
-		return Client{}, 0, invalidClient(descTimeout)
+		return Client{}, 0, outage(invalidClient(descTimeout))
 	}
 	if err != nil {
-		return Client{}, 0, transportError(err)
+		return Client{}, 0, outage(transportError(err))
 	}
 	if int64(len(body)) > f.opts.MaxBytes {
-		return Client{}, 0, invalidClient(descTooLarge(f.opts.MaxBytes))
+		return Client{}, 0, refused(descTooLarge(f.opts.MaxBytes))
 	}
 	c, err := parseDocument(clientID, body)
 	if err != nil {
-		return Client{}, 0, err
+		var e *Error
+		if !errors.As(err, &e) {
+			e = invalidClient(err.Error())
+		}
+		return Client{}, 0, &fetchError{Error: e}
 	}
 	return c, freshness(resp.Header, f.opts.Now(), min(defaultTTL, f.opts.MaxAge), f.opts.MaxAge), nil
 }

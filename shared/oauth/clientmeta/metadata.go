@@ -209,9 +209,15 @@ func authMethod(m map[string]json.RawMessage, from origin) (string, *problem) {
 	return "", metadataProblem(`token_endpoint_auth_method must be one of "none", "client_secret_post", "client_secret_basic"`)
 }
 
-// grantTypes applies RFC 7591 §2 defaults and the §2.1 consistency rule: response type
-// "code" goes with grant type "authorization_code". This AS runs only the code flow, so
-// both must be present after defaults; "refresh_token" is the only other grant.
+// grantTypes applies RFC 7591 §2 defaults and keeps the grant types this server
+// offers ("authorization_code", "refresh_token"). Others are dropped, not refused: a
+// client lists every grant it can use anywhere (claude.ai's document lists
+// urn:ietf:params:oauth:grant-type:jwt-bearer), RFC 7591 §2 lets the server replace
+// requested values with what it supports, and a grant the server does not offer is
+// refused where it is used, at the token endpoint, with unsupported_grant_type. The
+// same goes for response types: only "code" is kept. What must remain is the code
+// flow (§2.1 pairs response type "code" with grant type "authorization_code"), since
+// it is the only flow here: a client without it could never get a token.
 func grantTypes(m map[string]json.RawMessage) ([]string, *problem) {
 	gts, ok, p := getStrings(m, "grant_types")
 	if p != nil {
@@ -222,36 +228,29 @@ func grantTypes(m map[string]json.RawMessage) ([]string, *problem) {
 	}
 	var out []string
 	for _, g := range gts {
-		if g != GrantAuthorizationCode && g != GrantRefreshToken {
-			return nil, metadataProblem(`grant_types may contain only "authorization_code" and "refresh_token"`)
-		}
-		if !slices.Contains(out, g) {
+		if (g == GrantAuthorizationCode || g == GrantRefreshToken) && !slices.Contains(out, g) {
 			out = append(out, g)
 		}
 	}
 	if !slices.Contains(out, GrantAuthorizationCode) {
-		return nil, metadataProblem(`grant_types must include "authorization_code"`)
+		return nil, metadataProblem(`grant_types must include "authorization_code", the only flow this server runs`)
 	}
 	rts, ok, p := getStrings(m, "response_types")
 	if p != nil {
 		return nil, p
 	}
-	if !ok {
-		rts = []string{"code"}
-	}
-	if len(rts) == 0 {
+	if ok && !slices.Contains(rts, "code") {
 		return nil, metadataProblem(`response_types must include "code" (RFC 7591 §2.1: the authorization_code grant uses it)`)
-	}
-	for _, r := range rts {
-		if r != "code" {
-			return nil, metadataProblem(`response_types may contain only "code"`)
-		}
 	}
 	return out, nil
 }
 
-// inferApplicationType: a client that redirects to loopback or a private-use scheme
-// runs on the user's device (RFC 8252 §7); anything else is a web client.
+// inferApplicationType is the type of a client that sent no application_type: native
+// when any redirect URI is on loopback or uses a private-use scheme, so one whose
+// redirect URIs are all loopback (Claude Code's document) is native; otherwise web.
+// Such a client runs on the person's device (RFC 8252 §7), and a web client could
+// not register those URIs at all (checkRedirectURI). A mix with https URIs is native
+// too: native clients may also use https (claimed URLs, RFC 8252 §7.2).
 func inferApplicationType(uris []string) string {
 	for _, raw := range uris {
 		u, err := url.Parse(raw)

@@ -401,7 +401,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	} else {
 		fmt.Fprintf(w, "  challenges: the functions' WWW-Authenticate arrives as X-Amzn-Remapped-WWW-Authenticate (bare API Gateway; --front-door restores it)\n")
 	}
-	if m := oauthMode(gf.oauth, withOAuth); m != "" {
+	if m := oauthMode(gf.oauth, withOAuth, base); m != "" {
 		fmt.Fprintf(w, "  oauth:      %s\n", m)
 	}
 	fmt.Fprintf(w, "Tokens: aacmcp token create --backend dynamodb --table %s --tokens-table %s%s --workspace ID --user USER --scopes issues:read\n",

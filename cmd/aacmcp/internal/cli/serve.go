@@ -336,7 +336,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 			return err
 		}
 	}
-	printBanner(c.OutOrStdout(), base, g.dataDir, dispatchDesc, rate, tokens, oauthMode(sf.oauth, as != nil))
+	printBanner(c.OutOrStdout(), base, g.dataDir, dispatchDesc, rate, tokens, oauthMode(sf.oauth, as != nil, base))
 
 	if sf.compactEvery > 0 {
 		stop := startCompactor(ctx, g.dataDir, sf.compactEvery, g.env.now, log)

@@ -72,7 +72,7 @@ func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net
 	loopback := isLoopbackListener(ln)
 	cfg := oauth.Config{
 		Store: st, Tokens: st, Sink: sink, Catalog: cat, Counter: st,
-		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: dev && loopback, Now: now}),
+		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: dev && loopback, Now: now, Logger: log}),
 		Dev:            dev && of.issuer == "",
 		AccessTokenTTL: of.accessTTL,
 		OnRevoke:       onRevoke,
@@ -117,14 +117,16 @@ func isLoopbackListener(ln net.Listener) bool {
 	return ok && a.IP.IsLoopback()
 }
 
-// oauthMode is the banner's one line on how people sign in; "" when there is no
-// authorization server.
-func oauthMode(of oauthFlags, on bool) string {
+// oauthMode is the banner's one line on how people sign in at base (the server's
+// public base URL); "" when there is no authorization server.
+func oauthMode(of oauthFlags, on bool, base string) string {
 	switch {
 	case !on:
 		return ""
 	case of.issuer != "":
 		return "people sign in at " + of.issuer + " (a member's verified e-mail), then approve scopes on the consent page"
+	case !oauth.DevSignInAnswers(base):
+		return "no one can sign in: the dev sign-in page answers only at a loopback URL, not at " + base + "; give --oidc-issuer to sign people in there"
 	default:
 		return "clients sign in through the dev sign-in page (pick a member of the dev workspace), then approve scopes on the consent page"
 	}
