@@ -22,9 +22,6 @@ import (
 	"github.com/aacworkflow/aacmcp/infra/savedqueries"
 )
 
-// StackID is the CloudFormation stack name.
-const StackID = "Aacmcp"
-
 func main() {
 	err := run()
 	// jsii's Node child process must be stopped before exit, also on failure.
@@ -61,7 +58,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, err := NewStack(app, StackID, &StackProps{
+	// The stack's name is its id (stackName context key): two environments in one
+	// account and region are two names.
+	if _, err := NewStack(app, cfg.StackName, &StackProps{
 		StackProps: awscdk.StackProps{Env: stackEnv(os.Getenv, cfg), Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
 		Config:     cfg,
 		Assets:     assets,
