@@ -75,6 +75,11 @@ func TestGlueDatabasePerStack(t *testing.T) {
 		if db.DeletionPolicy == "Retain" {
 			t.Errorf("%s: the Glue database is retained", name)
 		}
+		for _, tbl := range tt.s.raw.ofType("AWS::Glue::Table") {
+			if tt.s.raw.Resources[tbl].DeletionPolicy == "Retain" {
+				t.Errorf("%s: the Glue table %s is retained", name, tbl)
+			}
+		}
 		for _, q := range tt.s.raw.ofType("AWS::Athena::NamedQuery") {
 			if got := jsonText(tt.s.raw.Resources[q].Properties["Database"]); got != jsonText(ref(ids[0])) {
 				t.Errorf("%s: saved query %s names database %s, want the stack's", name, q, got)

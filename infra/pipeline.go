@@ -197,6 +197,7 @@ func (p *pipeline) addGlue(scope constructs.Construct, cfg config.Config, cols [
 				"s3://" + *p.bucket.BucketName() + "/" + auditPrefix + "dt=${dt}/hour=${hour}/"),
 		},
 	})
+	p.table.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
 	return nil
 }
 
