@@ -122,3 +122,44 @@ func TestFrontDoorRateRules(t *testing.T) {
 	}
 	refused(t, "/oauth/token", "", rules["OAuthTokenRateLimitPerIp"].Body())
 }
+
+// TestGatewayRateRules: without the front door the stage's web ACL holds the rate
+// rules: past the limit WAF answers before API Gateway, so the authorizer is not
+// called, and a caller with a token from the same address still reaches it.
+func TestGatewayRateRules(t *testing.T) {
+	authz := &refusing{}
+	limits := ratelimit.EdgeLimits{Unauthenticated: 10, BearerPerAddress: 100, PerToken: 100, OAuthToken: 10, OAuthRegister: 10}
+	api := httptest.NewServer(gateway.New(gateway.Config{Authorizer: authz, Function: authz, RateRules: limits.Rules(),
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}))
+	t.Cleanup(api.Close)
+	status := func(authorization string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, api.URL+"/healthz", nil)
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+			req.URL.Path = "/mcp"
+			req.Method = http.MethodPost
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "60" {
+			t.Errorf("429 without Retry-After: 60")
+		}
+		return resp.StatusCode
+	}
+	for i := range limits.Unauthenticated {
+		if s := status(""); s == http.StatusTooManyRequests {
+			t.Fatalf("request %d within the limit: 429", i+1)
+		}
+	}
+	if s := status(""); s != http.StatusTooManyRequests {
+		t.Errorf("past the limit: %d, want 429", s)
+	}
+	before := authz.n.Load()
+	if s := status("Bearer aac_someone"); s == http.StatusTooManyRequests || authz.n.Load() != before+1 {
+		t.Errorf("a caller with a token from the same address: %d, authorizer called %d times; want it reached", s, authz.n.Load()-before)
+	}
+}
