@@ -151,11 +151,19 @@ func synthAll(outdir string) (err error) {
 		if err != nil {
 			return nil, err
 		}
-		stack, err := NewStack(app, id, &StackProps{
-			StackProps: awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String(testRegion)}},
-			Config:     cfg, Assets: assets, Queries: repoQueries,
-			EdgeCode: filepath.Join(root, "functions", "edge"),
-		})
+		env := &awscdk.Environment{Region: jsii.String(testRegion)}
+		edgeCode := filepath.Join(root, "functions", "edge")
+		var stack awscdk.Stack
+		if id == "" {
+			// As the app does: named by the stackName key.
+			stack, err = newStacks(app, cfg, env, assets, repoQueries, edgeCode)
+			id = cfg.StackName
+		} else {
+			stack, err = NewStack(app, id, &StackProps{
+				StackProps: awscdk.StackProps{Env: env},
+				Config:     cfg, Assets: assets, Queries: repoQueries, EdgeCode: edgeCode,
+			})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +185,7 @@ func synthAll(outdir string) (err error) {
 	if bare, err = build("Bare", map[string]any{config.KeyFrontDoor: "false", config.KeyGlueDatabase: "aacmcp_audit_bare"}); err != nil {
 		return err
 	}
-	if rotating, err = build("Rotating", rotatingContext); err != nil {
+	if rotating, err = build("", rotatingContext); err != nil {
 		return err
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)

@@ -103,3 +103,19 @@ func TestCustomDomainRecords(t *testing.T) {
 		t.Errorf("custom domain records %v, want A and AAAA aliases", types)
 	}
 }
+
+// TestStackNameNamesTheStacks: the app names its stack after the stackName key (the
+// rotating stack is built as the app builds it), the edge stack and the WAF log
+// group after the stack, so a second environment shares nothing by name.
+func TestStackNameNamesTheStacks(t *testing.T) {
+	if got := *rotating.stack.StackName(); got != "Rotating" {
+		t.Errorf("stack name %s, want Rotating", got)
+	}
+	if rotating.edge == nil || *rotating.edge.stack.StackName() != "RotatingEdge" {
+		t.Errorf("edge stack of Rotating: %v", rotating.edge)
+	}
+	lg := rotating.raw.Resources[rotating.raw.logicalIDWithPrefix(t, "AWS::Logs::LogGroup", "WafLogs")].Properties
+	if got := jsonText(lg["LogGroupName"]); got != `"aws-waf-logs-Rotating"` {
+		t.Errorf("WAF log group %s, want aws-waf-logs-Rotating", got)
+	}
+}
