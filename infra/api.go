@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apigw"
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 )
 
 const (
@@ -260,46 +262,102 @@ func wafBlock(status float64, bodyKey string, headers ...*awswafv2.CfnWebACL_Cus
 	return &awswafv2.CfnWebACL_RuleActionProperty{Block: &awswafv2.CfnWebACL_BlockActionProperty{CustomResponse: resp}}
 }
 
-// Custom response body keys.
+// Custom response body keys (each rate rule has its own: rateBodyKey).
 const (
-	rateLimitedBody  = "rate_limited"
 	tooLargeBody     = "too_large"
 	notFrontDoorBody = "not_front_door"
 )
 
-// rateRules are the per-IP rate limits: the whole API (the stage's throttling is
-// global, so one noisy client could starve the others) and the OAuth endpoints. They
-// must see the client's address, so behind the front door they are the CloudFront
-// web ACL's (frontdoor.go): at the stage every request comes from an edge server.
-func rateRules(cfg config.Config) []any {
-	return append([]any{
-		&awswafv2.CfnWebACL_RuleProperty{
-			Name:     jsii.String("RateLimitPerIp"),
-			Priority: jsii.Number(0),
-			Statement: &awswafv2.CfnWebACL_StatementProperty{
-				RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
-					AggregateKeyType:    jsii.String("IP"),
-					Limit:               jsii.Number(float64(cfg.WAFRateLimit)),
-					EvaluationWindowSec: jsii.Number(300),
-				},
-			},
-			Action: wafBlock(429, rateLimitedBody, &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{
-				Name: jsii.String("Retry-After"), Value: jsii.String("60"),
-			}),
-			VisibilityConfig: wafVisibility("aacmcp-rate-limit-per-ip"),
-		},
-	}, oauthRateRules(cfg, wafVisibility, wafBlock)...)
+// Priorities of the rate rules: the first three keep the numbers they had beside
+// the content rules (1-3) of the stack without the front door; the others follow.
+var ratePriorities = map[string]float64{
+	"RateLimitPerIp": 0, "OAuthTokenRateLimitPerIp": priorityOAuthToken, "OAuthRegisterRateLimitPerIp": priorityOAuthRegister,
+	"RateLimitPerToken": 6, "BearerRateLimitPerIp": 7,
 }
 
-// rateBodies are the custom bodies rateRules answer with.
-func rateBodies() map[string]any {
-	return map[string]any{
-		rateLimitedBody: &awswafv2.CfnWebACL_CustomResponseBodyProperty{
-			ContentType: jsii.String("APPLICATION_JSON"),
-			Content:     jsii.String(errorBody("too many requests from this address", apperr.RateLimited)),
-		},
-		oauthRateLimitedBody: oauthRateLimitedResponse(),
+// rateRules are the rate limits of the edge (shared/ratelimit.EdgeLimits.Rules, the
+// table `aacmcp gateway` enforces too): per address only for requests without a
+// bearer token, per token and, far more loosely, per address for requests with one,
+// so that one organisation behind a hosted client's few addresses is not throttled
+// as one caller, and the OAuth endpoints per address. They must see the client's
+// address, so behind the front door they are the CloudFront web ACL's
+// (frontdoor.go): at the stage every request comes from an edge server.
+func rateRules(cfg config.Config) []any {
+	var out []any
+	for _, r := range cfg.EdgeLimits().Rules() {
+		prio, ok := ratePriorities[r.Name]
+		if !ok {
+			panic("no WAF priority for edge rule " + r.Name)
+		}
+		st := &awswafv2.CfnWebACL_RateBasedStatementProperty{
+			AggregateKeyType:    jsii.String("IP"),
+			Limit:               jsii.Number(float64(r.Limit)),
+			EvaluationWindowSec: jsii.Number(ratelimit.EdgeWindow.Seconds()),
+			ScopeDownStatement:  edgeScope(r.Scope),
+		}
+		if r.Key == ratelimit.KeyToken {
+			st.AggregateKeyType = jsii.String("CUSTOM_KEYS")
+			st.CustomKeys = &[]any{&awswafv2.CfnWebACL_RateBasedStatementCustomKeyProperty{
+				Header: &awswafv2.CfnWebACL_RateLimitHeaderProperty{
+					Name:                jsii.String("authorization"),
+					TextTransformations: &[]any{&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")}},
+				},
+			}}
+		}
+		out = append(out, &awswafv2.CfnWebACL_RuleProperty{
+			Name:      jsii.String(r.Name),
+			Priority:  jsii.Number(prio),
+			Statement: &awswafv2.CfnWebACL_StatementProperty{RateBasedStatement: st},
+			Action: wafBlock(429, rateBodyKey(r), &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{
+				Name: jsii.String("Retry-After"), Value: jsii.String(strconv.Itoa(ratelimit.EdgeRetryAfterSeconds)),
+			}),
+			VisibilityConfig: wafVisibility(r.Metric),
+		})
 	}
+	return out
+}
+
+// rateBodyKey names a rate rule's custom response body.
+func rateBodyKey(r ratelimit.EdgeRule) string { return "rate_" + strings.ToLower(r.Name) }
+
+// rateBodies are the custom bodies rateRules answer with.
+func rateBodies(cfg config.Config) map[string]any {
+	out := map[string]any{}
+	for _, r := range cfg.EdgeLimits().Rules() {
+		out[rateBodyKey(r)] = &awswafv2.CfnWebACL_CustomResponseBodyProperty{
+			ContentType: jsii.String("APPLICATION_JSON"),
+			Content:     jsii.String(r.Body()),
+		}
+	}
+	return out
+}
+
+// bearerPresent matches a request whose Authorization header starts with "bearer "
+// in any case, as ratelimit.HasBearer reads it.
+func bearerPresent() *awswafv2.CfnWebACL_StatementProperty {
+	return &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
+		FieldToMatch:         &awswafv2.CfnWebACL_FieldToMatchProperty{SingleHeader: &map[string]any{"Name": "authorization"}},
+		PositionalConstraint: jsii.String("STARTS_WITH"),
+		SearchString:         jsii.String("bearer "),
+		TextTransformations:  &[]any{&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("LOWERCASE")}},
+	}}
+}
+
+// edgeScope is the scope-down statement of a rate rule.
+func edgeScope(s ratelimit.EdgeScope) *awswafv2.CfnWebACL_StatementProperty {
+	switch s {
+	case ratelimit.ScopeNoBearer:
+		return &awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{Statement: bearerPresent()}}
+	case ratelimit.ScopeBearer:
+		return bearerPresent()
+	case ratelimit.ScopeOAuthToken:
+		return &awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{
+			Statements: &[]any{pathContains(ratelimit.OAuthTokenPath), pathContains(ratelimit.OAuthRevokePath)},
+		}}
+	case ratelimit.ScopeOAuthRegister:
+		return pathContains(ratelimit.OAuthRegisterPath)
+	}
+	panic(fmt.Sprintf("edge scope %d has no WAF statement", s))
 }
 
 // contentRules look at the request itself, not at who sent it: a body size limit,
@@ -362,7 +420,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 		},
 	}
 	var rules []any
-	description := "aacmcp API: per-IP rate limits for all, OAuth token and OAuth registration requests, body size limit, AWS common rule set"
+	description := "aacmcp API: rate limits per IP without a token, per token and per IP with one, OAuth token and registration per IP, body size limit, AWS common rule set"
 	if a.front != nil {
 		rules = append([]any{a.front.originVerifyRule()}, contentRules(cfg)...)
 		bodies[notFrontDoorBody] = &awswafv2.CfnWebACL_CustomResponseBodyProperty{
@@ -372,7 +430,7 @@ func (a *api) addWAF(scope constructs.Construct, cfg config.Config) {
 		description = "aacmcp API behind CloudFront: only requests through the distribution, body size limit, AWS common rule set"
 	} else {
 		rules = append(rateRules(cfg), contentRules(cfg)...)
-		maps.Copy(bodies, rateBodies())
+		maps.Copy(bodies, rateBodies(cfg))
 	}
 	a.webACL = awswafv2.NewCfnWebACL(scope, jsii.String("ApiWebAcl"), &awswafv2.CfnWebACLProps{
 		Scope:            jsii.String("REGIONAL"),

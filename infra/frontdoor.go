@@ -111,11 +111,11 @@ func newEdgeStack(scope constructs.Construct, id string, account *string, cfg co
 		"nodejs22.x is one it lists; the newest Node.js runtime could not be confirmed for Lambda@Edge here.")
 	e.version = e.fn.CurrentVersion()
 
-	bodies := rateBodies()
+	bodies := rateBodies(cfg)
 	rules := rateRules(cfg)
 	e.webACL = awswafv2.NewCfnWebACL(e.stack, jsii.String("EdgeWebAcl"), &awswafv2.CfnWebACLProps{
 		Scope:                jsii.String("CLOUDFRONT"),
-		Description:          jsii.String("aacmcp front door: per-IP rate limits for all, OAuth token and OAuth registration requests"),
+		Description:          jsii.String("aacmcp front door: rate limits per IP without a token, per token and per IP with one, OAuth token and registration per IP"),
 		DefaultAction:        &awswafv2.CfnWebACL_DefaultActionProperty{Allow: &map[string]any{}},
 		VisibilityConfig:     wafVisibility("aacmcp-edge"),
 		CustomResponseBodies: &bodies,
@@ -128,6 +128,9 @@ func newEdgeStack(scope constructs.Construct, id string, account *string, cfg co
 type frontDoor struct {
 	dist   awscloudfront.Distribution
 	secret awssecretsmanager.Secret
+	// version and previous are the secret's versions the origin header and the WAF
+	// rule name (config.OriginSecretVersion); "" is AWSCURRENT at deploy time.
+	version, previous string
 	// customDomain: the distribution answers domainName (the DNS record is to be
 	// pointed at it).
 	customDomain bool
@@ -141,7 +144,7 @@ type frontDoor struct {
 // "Circular Dependencies", tried).
 func newFrontDoor(scope constructs.Construct, cfg config.Config, a *api, edge *edgeStack) *frontDoor {
 	stack := awscdk.Stack_Of(scope)
-	f := &frontDoor{}
+	f := &frontDoor{version: cfg.OriginSecretVersion, previous: cfg.OriginSecretPreviousVersion}
 	f.secret = awssecretsmanager.NewSecret(scope, jsii.String("OriginVerifySecret"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("aacmcp: the header value CloudFront sends the API and its regional WAF requires"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
@@ -150,8 +153,9 @@ func newFrontDoor(scope constructs.Construct, cfg config.Config, a *api, edge *e
 		},
 	})
 	suppress(f.secret, "SMG4", "The value must change in the distribution's origin header and the regional WAF rule "+
-		"together, which both read it at deploy time: rotation is put-secret-value then cdk deploy (docs/deploy.md), "+
-		"not an unattended Lambda that would break every request between the two.")
+		"together, which both read it at deploy time: rotation is put-secret-value then cdk deploy with the new "+
+		"version id, the old one still accepted until CloudFront has deployed (docs/deploy.md), not an unattended "+
+		"Lambda that would break every request between the two.")
 
 	origin := awscloudfrontorigins.NewHttpOrigin(
 		jsii.String(*a.rest.RestApiId()+".execute-api."+*stack.Region()+"."+*stack.UrlSuffix()),
@@ -161,7 +165,7 @@ func newFrontDoor(scope constructs.Construct, cfg config.Config, a *api, edge *e
 			OriginPath:         jsii.String("/" + stageName),
 			ProtocolPolicy:     awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
 			OriginSslProtocols: &[]awscloudfront.OriginSslPolicy{awscloudfront.OriginSslPolicy_TLS_V1_2},
-			CustomHeaders:      &map[string]*string{originVerifyHeader: f.secret.SecretValue().UnsafeUnwrap()},
+			CustomHeaders:      &map[string]*string{originVerifyHeader: f.secretValue(f.version)},
 			// API Gateway's integration timeout is 29 s.
 			ReadTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
 		})
@@ -220,26 +224,49 @@ func (f *frontDoor) url(cfg config.Config) string {
 	return "https://" + *f.dist.DistributionDomainName()
 }
 
+// secretValue is the dynamic reference to one version of the origin secret.
+// CloudFormation resolves a {{resolve:secretsmanager:...}} reference only when the
+// resource that holds it changes, so a new value reaches the distribution and the
+// WAF rule only through a new reference: the version id in it is what changes both
+// resources in one deploy. "" is the version current at the first deploy.
+func (f *frontDoor) secretValue(version string) *string {
+	if version == "" {
+		return f.secret.SecretValue().UnsafeUnwrap()
+	}
+	return awscdk.SecretValue_SecretsManager(f.secret.SecretArn(), &awscdk.SecretsManagerSecretOptions{
+		VersionId: jsii.String(version),
+	}).UnsafeUnwrap()
+}
+
 // originVerifyRule, first in the regional web ACL, refuses a request without the
-// distribution's secret.
+// distribution's secret. During a rotation (previous set) it accepts the old
+// version too: CloudFront deploys a changed origin header over minutes, WAF in
+// seconds, and requests still carrying the old value must not get 403 meanwhile.
 func (f *frontDoor) originVerifyRule() any {
+	match := func(value *string) *awswafv2.CfnWebACL_StatementProperty {
+		return &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
+			FieldToMatch: &awswafv2.CfnWebACL_FieldToMatchProperty{
+				SingleHeader: &map[string]any{"Name": strings.ToLower(originVerifyHeader)},
+			},
+			PositionalConstraint: jsii.String("EXACTLY"),
+			SearchString:         value,
+			TextTransformations: &[]any{
+				&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")},
+			},
+		}}
+	}
+	accepted := match(f.secretValue(f.version))
+	if f.previous != "" {
+		accepted = &awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{
+			Statements: &[]any{accepted, match(f.secretValue(f.previous))},
+		}}
+	}
 	return &awswafv2.CfnWebACL_RuleProperty{
 		// The forwarder knows the rule by name: what it blocked carries no CloudFront
 		// header it may believe.
-		Name:     jsii.String(forwarderfn.OriginVerifyRule),
-		Priority: jsii.Number(0),
-		Statement: &awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{
-			Statement: &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
-				FieldToMatch: &awswafv2.CfnWebACL_FieldToMatchProperty{
-					SingleHeader: &map[string]any{"Name": strings.ToLower(originVerifyHeader)},
-				},
-				PositionalConstraint: jsii.String("EXACTLY"),
-				SearchString:         f.secret.SecretValue().UnsafeUnwrap(),
-				TextTransformations: &[]any{
-					&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("NONE")},
-				},
-			}},
-		}},
+		Name:             jsii.String(forwarderfn.OriginVerifyRule),
+		Priority:         jsii.Number(0),
+		Statement:        &awswafv2.CfnWebACL_StatementProperty{NotStatement: &awswafv2.CfnWebACL_NotStatementProperty{Statement: accepted}},
 		Action:           wafBlock(403, notFrontDoorBody),
 		VisibilityConfig: wafVisibility("aacmcp-only-through-cloudfront"),
 	}

@@ -144,7 +144,7 @@ func TestFrontDoorWAF(t *testing.T) {
 			for _, r := range asList(edge["Rules"]) {
 				edgeRules = append(edgeRules, path(r, "Name").(string))
 			}
-			if want := []string{"RateLimitPerIp", "OAuthTokenRateLimitPerIp", "OAuthRegisterRateLimitPerIp"}; !slices.Equal(edgeRules, want) {
+			if want := []string{"RateLimitPerIp", "OAuthTokenRateLimitPerIp", "OAuthRegisterRateLimitPerIp", "RateLimitPerToken", "BearerRateLimitPerIp"}; !slices.Equal(edgeRules, want) {
 				t.Errorf("edge web ACL rules %v, want %v", edgeRules, want)
 			}
 			regional := s.raw.Resources["ApiWebAcl"].Properties

@@ -219,17 +219,15 @@ func grantMCP(role awsiam.IRole, d *dataTables, p *pipeline, secret awssecretsma
 	}))
 }
 
-// grantAuthorizer: read token records (and failure counters), update only failure
-// counters, put audit records of rejected tokens. Nothing in the main table.
+// grantAuthorizer: read token records, count failures (an update that returns the
+// count: no read), put audit records of rejected tokens. Nothing in the main table.
 func grantAuthorizer(role awsiam.IRole, d *dataTables, p *pipeline) {
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadTokens"),
 		Actions:   jsii.Strings("dynamodb:GetItem"),
 		Resources: &[]*string{d.tokens.TableArn()},
 		Conditions: &map[string]any{
-			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{
-				dynamo.TokenPrefix + "*", dynamo.FailurePrefix + "*",
-			}},
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.TokenPrefix + "*"}},
 		},
 	}))
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

@@ -22,9 +22,6 @@ import (
 	"github.com/aacworkflow/aacmcp/infra/savedqueries"
 )
 
-// StackID is the CloudFormation stack name.
-const StackID = "Aacmcp"
-
 func main() {
 	err := run()
 	// jsii's Node child process must be stopped before exit, also on failure.
@@ -61,18 +58,25 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, err := NewStack(app, StackID, &StackProps{
-		StackProps: awscdk.StackProps{Env: stackEnv(os.Getenv, cfg), Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
-		Config:     cfg,
-		Assets:     assets,
-		Queries:    queries,
-		EdgeCode:   edgeCode,
-	}); err != nil {
+	if _, err := newStacks(app, cfg, stackEnv(os.Getenv, cfg), assets, queries, edgeCode); err != nil {
 		return err
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	app.Synth(nil)
 	return nil
+}
+
+// newStacks defines the app's stacks. The stack's name is its id, from the stackName
+// context key, and the edge stack's follows it: two environments in one account and
+// region are two names.
+func newStacks(app awscdk.App, cfg config.Config, env *awscdk.Environment, assets map[string]string, queries []savedqueries.Query, edgeCode string) (awscdk.Stack, error) {
+	return NewStack(app, cfg.StackName, &StackProps{
+		StackProps: awscdk.StackProps{Env: env, Description: jsii.String("aacmcp: remote MCP server for the AACWorkflow issue tracker")},
+		Config:     cfg,
+		Assets:     assets,
+		Queries:    queries,
+		EdgeCode:   edgeCode,
+	})
 }
 
 // stackEnv pins the stack to the account and region the CDK CLI resolved from the

@@ -44,6 +44,9 @@ var (
 	essentials *synthesized
 	// bare is the API without the front door (frontDoor=false) on its stage URL.
 	bare *synthesized
+	// rotating is a second environment (stackName) in the middle of an origin
+	// secret rotation: the new version sent, the old one still accepted.
+	rotating *synthesized
 	// repoQueries are the saved queries in the repository's events/queries.
 	repoQueries []savedqueries.Query
 )
@@ -86,6 +89,18 @@ var essentialsContext = map[string]any{
 	config.KeyDomainName:          "mcp.acme.example",
 	config.KeyCertificateARN:      "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
 	config.KeyGlueDatabase:        "aacmcp_audit_essentials",
+}
+
+// The origin secret's versions of the rotating stack.
+const (
+	originSecretV1 = "1b7e6d8a-5c2e-4b0e-9a3c-2f1e0d9c8b7a"
+	originSecretV2 = "9f8e7d6c-5b4a-4392-8170-fedcba987654"
+)
+
+var rotatingContext = map[string]any{
+	config.KeyStackName:                   "Rotating",
+	config.KeyOriginSecretVersion:         originSecretV2,
+	config.KeyOriginSecretPreviousVersion: originSecretV1,
 }
 
 // testRegion is the main stacks' region: the front door needs one.
@@ -136,11 +151,19 @@ func synthAll(outdir string) (err error) {
 		if err != nil {
 			return nil, err
 		}
-		stack, err := NewStack(app, id, &StackProps{
-			StackProps: awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String(testRegion)}},
-			Config:     cfg, Assets: assets, Queries: repoQueries,
-			EdgeCode: filepath.Join(root, "functions", "edge"),
-		})
+		env := &awscdk.Environment{Region: jsii.String(testRegion)}
+		edgeCode := filepath.Join(root, "functions", "edge")
+		var stack awscdk.Stack
+		if id == "" {
+			// As the app does: named by the stackName key.
+			stack, err = newStacks(app, cfg, env, assets, repoQueries, edgeCode)
+			id = cfg.StackName
+		} else {
+			stack, err = NewStack(app, id, &StackProps{
+				StackProps: awscdk.StackProps{Env: env},
+				Config:     cfg, Assets: assets, Queries: repoQueries, EdgeCode: edgeCode,
+			})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -162,8 +185,11 @@ func synthAll(outdir string) (err error) {
 	if bare, err = build("Bare", map[string]any{config.KeyFrontDoor: "false", config.KeyGlueDatabase: "aacmcp_audit_bare"}); err != nil {
 		return err
 	}
+	if rotating, err = build("", rotatingContext); err != nil {
+		return err
+	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
-	all := []*synthesized{plain, full, essentials, bare}
+	all := []*synthesized{plain, full, essentials, bare, rotating}
 	for _, s := range all {
 		if s.edge != nil {
 			all = append(all, s.edge)

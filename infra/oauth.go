@@ -382,6 +382,17 @@ func newDomainRecord(scope constructs.Construct, cfg config.Config, a *api) {
 		Target:     domainAliasTarget(a),
 		Comment:    jsii.String("aacmcp API custom domain"),
 	})
+	if a.front != nil {
+		// The distribution answers on IPv6 too (EnableIpv6): without the AAAA alias
+		// an IPv6-only client could not reach the custom domain. The regional API's
+		// custom domain is IPv4 only, so the bare API gets none.
+		awsroute53.NewAaaaRecord(scope, jsii.String("DomainAliasIpv6"), &awsroute53.AaaaRecordProps{
+			Zone:       zone,
+			RecordName: jsii.String(cfg.DomainName),
+			Target:     domainAliasTarget(a),
+			Comment:    jsii.String("aacmcp API custom domain (IPv6)"),
+		})
+	}
 }
 
 // domainAliasTarget is what the custom domain points at: the distribution, or the

@@ -447,7 +447,7 @@ func TestOAuthWAF(t *testing.T) {
 				t.Errorf("%s covers %v, want %v", name, got, scopes[name])
 			}
 			if path(byName[name], "Action", "Block", "CustomResponse", "ResponseCode") != 429.0 ||
-				path(byName[name], "Action", "Block", "CustomResponse", "CustomResponseBodyKey") != oauthRateLimitedBody {
+				path(byName[name], "Action", "Block", "CustomResponse", "CustomResponseBodyKey") != "rate_"+strings.ToLower(name) {
 				t.Errorf("%s action = %s", name, jsonText(path(byName[name], "Action")))
 			}
 			// Within the limit the request goes on to the body and core rules (behind
@@ -457,7 +457,7 @@ func TestOAuthWAF(t *testing.T) {
 			}
 		}
 		var body struct{ Error, ErrorDescription string }
-		if err := json.Unmarshal([]byte(path(rateACL, "CustomResponseBodies", oauthRateLimitedBody, "Content").(string)), &body); err != nil || body.Error != "temporarily_unavailable" {
+		if err := json.Unmarshal([]byte(path(rateACL, "CustomResponseBodies", "rate_oauthtokenratelimitperip", "Content").(string)), &body); err != nil || body.Error != "temporarily_unavailable" {
 			t.Errorf("OAuth rate-limit body %v: %v", body, err)
 		}
 
@@ -527,7 +527,7 @@ func TestDomainPlumbing(t *testing.T) {
 		s        *synthesized
 		disabled any
 		records  int
-	}{{"plain", plain, nil, 0}, {"full", full, nil, 1}, {"essentials", essentials, true, 0}} {
+	}{{"plain", plain, nil, 0}, {"full", full, nil, 2}, {"essentials", essentials, true, 0}} {
 		api := tt.s.raw.Resources[tt.s.raw.logicalIDWithPrefix(t, "AWS::ApiGateway::RestApi", "Api")].Properties
 		if api["DisableExecuteApiEndpoint"] != tt.disabled {
 			t.Errorf("%s: DisableExecuteApiEndpoint = %v, want %v", tt.name, api["DisableExecuteApiEndpoint"], tt.disabled)
@@ -536,7 +536,13 @@ func TestDomainPlumbing(t *testing.T) {
 			t.Errorf("%s: DNS records %v, want %d", tt.name, ids, tt.records)
 		}
 	}
-	rec := full.raw.Resources[full.raw.logicalIDWithPrefix(t, "AWS::Route53::RecordSet", "DomainAlias")].Properties
+	// The A record (TestCustomDomainRecords has the AAAA beside it).
+	var rec map[string]any
+	for _, id := range full.raw.ofType("AWS::Route53::RecordSet") {
+		if p := full.raw.Resources[id].Properties; p["Type"] == "A" {
+			rec = p
+		}
+	}
 	// Behind the front door the domain is the distribution's; CloudFront's alias zone
 	// is Z2FDTNDATAQYW2 (Route 53 "AliasTarget").
 	dist := full.raw.logicalIDWithPrefix(t, "AWS::CloudFront::Distribution", "FrontDoor")

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/aacworkflow/aacmcp/infra/config"
 )
 
 // WAF for the authorization server (docs/deploy.md, "WAF and the OAuth endpoints").
@@ -30,13 +27,7 @@ const (
 	priorityURLInclusion  = 3
 	priorityOAuthToken    = 4
 	priorityOAuthRegister = 5
-	// rateWindowSeconds is WAF's default evaluation window, the same as the API-wide
-	// rule's, so the limits in docs/deploy.md are all "per 5 minutes".
-	rateWindowSeconds = 300
 )
-
-// oauthRateLimitedBody is the custom response body key of the OAuth rate limits.
-const oauthRateLimitedBody = "oauth_rate_limited"
 
 // urlInclusionRules are the core rule set rules that misread OAuth parameters, with
 // the labels they add (AWS WAF developer guide, "Core rule set (CRS) managed rule
@@ -70,17 +61,6 @@ func countURLInclusionRules() []any {
 	return out
 }
 
-// oauthRateLimitedResponse is an RFC 6749 section 5.2 style error, which OAuth clients
-// parse, rather than the API's {"error","code"} body.
-func oauthRateLimitedResponse() *awswafv2.CfnWebACL_CustomResponseBodyProperty {
-	// Marshalling a map of strings cannot fail.
-	b, _ := json.Marshal(map[string]string{
-		"error":             "temporarily_unavailable",
-		"error_description": "too many requests from this address; retry later",
-	})
-	return &awswafv2.CfnWebACL_CustomResponseBodyProperty{ContentType: jsii.String("APPLICATION_JSON"), Content: jsii.String(string(b))}
-}
-
 // urlInclusionRule blocks on the core rule set's URL-inclusion labels outside the
 // OAuth endpoints.
 func urlInclusionRule(visibility func(string) *awswafv2.CfnWebACL_VisibilityConfigProperty) any {
@@ -109,50 +89,17 @@ func urlInclusionRule(visibility func(string) *awswafv2.CfnWebACL_VisibilityConf
 	}
 }
 
-// oauthRateRules are the per-IP limits of the token (and revocation) and
-// registration endpoints; visibility and block are api.go's helpers.
-func oauthRateRules(cfg config.Config,
-	visibility func(string) *awswafv2.CfnWebACL_VisibilityConfigProperty,
-	block func(float64, string, ...*awswafv2.CfnWebACL_CustomHTTPHeaderProperty) *awswafv2.CfnWebACL_RuleActionProperty,
-) []any {
-	// A counting rule must see every spelling the function would serve as the
-	// endpoint: decoded and lower-cased, anywhere in the path (stage or not).
-	pathContains := func(s string) *awswafv2.CfnWebACL_StatementProperty {
-		return &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
-			FieldToMatch:         &awswafv2.CfnWebACL_FieldToMatchProperty{UriPath: &map[string]any{}},
-			PositionalConstraint: jsii.String("CONTAINS"),
-			SearchString:         jsii.String(s),
-			TextTransformations: &[]any{
-				&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("URL_DECODE")},
-				&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(1), Type: jsii.String("LOWERCASE")},
-			},
-		}}
-	}
-	retry := &awswafv2.CfnWebACL_CustomHTTPHeaderProperty{Name: jsii.String("Retry-After"), Value: jsii.String("60")}
-	perIP := func(limit int, scopeDown *awswafv2.CfnWebACL_StatementProperty) *awswafv2.CfnWebACL_StatementProperty {
-		return &awswafv2.CfnWebACL_StatementProperty{RateBasedStatement: &awswafv2.CfnWebACL_RateBasedStatementProperty{
-			AggregateKeyType:    jsii.String("IP"),
-			Limit:               jsii.Number(float64(limit)),
-			EvaluationWindowSec: jsii.Number(rateWindowSeconds),
-			ScopeDownStatement:  scopeDown,
-		}}
-	}
-	return []any{
-		&awswafv2.CfnWebACL_RuleProperty{
-			Name:     jsii.String("OAuthTokenRateLimitPerIp"),
-			Priority: jsii.Number(priorityOAuthToken),
-			Statement: perIP(cfg.WAFTokenRateLimit, &awswafv2.CfnWebACL_StatementProperty{OrStatement: &awswafv2.CfnWebACL_OrStatementProperty{
-				Statements: &[]any{pathContains("/oauth/token"), pathContains("/oauth/revoke")},
-			}}),
-			Action:           block(429, oauthRateLimitedBody, retry),
-			VisibilityConfig: visibility("aacmcp-oauth-token-rate-limit"),
+// pathContains matches s anywhere in the path, decoded and lower-cased: a counting
+// rule must see every spelling the function would serve as the endpoint (stage or
+// not), as ratelimit.EdgeScope.Matches reads it.
+func pathContains(s string) *awswafv2.CfnWebACL_StatementProperty {
+	return &awswafv2.CfnWebACL_StatementProperty{ByteMatchStatement: &awswafv2.CfnWebACL_ByteMatchStatementProperty{
+		FieldToMatch:         &awswafv2.CfnWebACL_FieldToMatchProperty{UriPath: &map[string]any{}},
+		PositionalConstraint: jsii.String("CONTAINS"),
+		SearchString:         jsii.String(s),
+		TextTransformations: &[]any{
+			&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(0), Type: jsii.String("URL_DECODE")},
+			&awswafv2.CfnWebACL_TextTransformationProperty{Priority: jsii.Number(1), Type: jsii.String("LOWERCASE")},
 		},
-		&awswafv2.CfnWebACL_RuleProperty{
-			Name:             jsii.String("OAuthRegisterRateLimitPerIp"),
-			Priority:         jsii.Number(priorityOAuthRegister),
-			Statement:        perIP(cfg.WAFRegisterRateLimit, pathContains("/oauth/register")),
-			Action:           block(429, oauthRateLimitedBody, retry),
-			VisibilityConfig: visibility("aacmcp-oauth-register-rate-limit"),
-		},
-	}
+	}}
 }

@@ -154,6 +154,10 @@ func (p *pipeline) addGlue(scope constructs.Construct, cfg config.Config, cols [
 		DatabaseName: jsii.String(cfg.GlueDatabase),
 		Description:  jsii.String("aacmcp audit log"),
 	})
+	// Only metadata, defined again by every deploy: the records stay in the retained
+	// bucket. A database kept after `cdk destroy` would make the next deploy of the
+	// stack fail on its name.
+	p.database.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
 	columns := make([]*awsglue.Column, 0, len(cols))
 	for _, c := range cols {
 		t, err := glueType(c.Type)
@@ -193,6 +197,7 @@ func (p *pipeline) addGlue(scope constructs.Construct, cfg config.Config, cols [
 				"s3://" + *p.bucket.BucketName() + "/" + auditPrefix + "dt=${dt}/hour=${hour}/"),
 		},
 	})
+	p.table.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
 	return nil
 }
 

@@ -305,7 +305,7 @@ func TestStage(t *testing.T) {
 			},
 			"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
 				"HttpMethod": "*", "ResourcePath": "/*",
-				"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100,
+				"ThrottlingRateLimit": 1000, "ThrottlingBurstLimit": 2000,
 				"LoggingLevel": "ERROR", "DataTraceEnabled": false, "MetricsEnabled": true,
 			})}),
 		})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogsdestinations"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/functions/forwarder/forwarderfn"
 	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/shared/apigw"
 )
 
 // wafLogGroupPrefix is the prefix AWS WAF requires of a CloudWatch Logs logging
@@ -27,7 +30,10 @@ const wafBlockedFilterPattern = `{ $.action = "BLOCK" }`
 //
 // The Authorization header is redacted: WAF logs every header otherwise, and a log
 // group must never hold bearer secrets. The price is that a waf_blocked record
-// cannot name the caller's workspace (docs/security.md).
+// cannot name the caller's workspace (docs/security.md). So is the front door's
+// origin secret, which every request through the distribution carries: whoever
+// read it could call the execute-api URL directly and forge
+// CloudFront-Viewer-Address, the source IP of audit records.
 func newWAFLogging(scope constructs.Construct, cfg config.Config, a *api, fns *functionSet) awslogs.LogGroup {
 	stack := awscdk.Stack_Of(scope)
 	lg := awslogs.NewLogGroup(scope, jsii.String("WafLogs"), &awslogs.LogGroupProps{
@@ -49,6 +55,9 @@ func newWAFLogging(scope constructs.Construct, cfg config.Config, a *api, fns *f
 		RedactedFields: &[]any{
 			&awswafv2.CfnLoggingConfiguration_FieldToMatchProperty{
 				SingleHeader: map[string]any{"Name": "authorization"},
+			},
+			&awswafv2.CfnLoggingConfiguration_FieldToMatchProperty{
+				SingleHeader: map[string]any{"Name": strings.ToLower(apigw.OriginVerifyHeader)},
 			},
 		},
 		LoggingFilter: map[string]any{

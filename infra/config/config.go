@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 )
 
 // Context keys. Each is documented in docs/deploy.md.
@@ -61,6 +62,13 @@ const (
 	KeyAuditObjectLockDays  = "auditObjectLockDays"
 	KeyFrontDoor            = "frontDoor"
 	KeyRegion               = "region"
+	KeyStackName            = "stackName"
+	KeyWAFBearerRateLimit   = "wafBearerRateLimit"
+	KeyWAFPerTokenRateLimit = "wafPerTokenRateLimit"
+	// KeyOriginSecretVersion and KeyOriginSecretPreviousVersion pin the origin
+	// secret's Secrets Manager versions (docs/deploy.md, "Rotating the origin secret").
+	KeyOriginSecretVersion         = "originSecretVersion"
+	KeyOriginSecretPreviousVersion = "originSecretPreviousVersion"
 )
 
 // Keys lists every context key the app reads.
@@ -74,6 +82,8 @@ var Keys = []string{
 	KeyWAFRegisterRateLimit, KeyOAuthAccessTTL, KeyJWTIssuer, KeyJWTAudience, KeyJWTClients,
 	KeyJWTJWKSURL, KeyJWTAlgorithms, KeyJWTUserClaim, KeyJWTWorkspace, KeyJWTWorkspaceClaim,
 	KeyJWTRequireATJWT, KeyAuditObjectLockMode, KeyAuditObjectLockDays, KeyFrontDoor, KeyRegion,
+	KeyStackName, KeyWAFBearerRateLimit, KeyWAFPerTokenRateLimit, KeyOriginSecretVersion,
+	KeyOriginSecretPreviousVersion,
 }
 
 // Config is the validated deployment configuration.
@@ -97,8 +107,14 @@ type Config struct {
 	// APIRateLimit and APIBurstLimit throttle the API stage (requests per second).
 	APIRateLimit  int
 	APIBurstLimit int
-	// WAFRateLimit is the per-IP request limit per 5-minute window.
+	// WAFRateLimit is the per-IP limit per 5-minute window of requests without a
+	// bearer token.
 	WAFRateLimit int
+	// WAFBearerRateLimit is the per-IP limit per 5-minute window of requests with a
+	// bearer token (an organisation behind a hosted client's few addresses), and
+	// WAFPerTokenRateLimit the limit per token.
+	WAFBearerRateLimit   int
+	WAFPerTokenRateLimit int
 	// MaxBodyBytes is the largest request body WAF lets through.
 	MaxBodyBytes int
 	// AthenaScanCutoff cancels an Athena query that scans more bytes than this.
@@ -107,7 +123,17 @@ type Config struct {
 	DomainName     string
 	CertificateARN string
 	// GlueDatabase is the Glue (Athena) database name; unique per account and region.
+	// After Load it is never empty: without the key it is GlueDatabaseFor(StackName).
 	GlueDatabase string
+	// StackName is the CloudFormation stack's name (its edge stack's is
+	// StackName+"Edge"): two environments in one account and region differ in it.
+	StackName string
+	// OriginSecretVersion, when set, is the Secrets Manager version id of the origin
+	// secret that the distribution sends and the regional WAF requires: changing it
+	// changes both resources, so a deploy re-reads the secret in both.
+	// OriginSecretPreviousVersion is still accepted by the WAF during a rotation.
+	OriginSecretVersion         string
+	OriginSecretPreviousVersion string
 	// DenialAlarmThreshold is the number of denied calls in 5 minutes that alarms.
 	DenialAlarmThreshold int
 	// HostedZoneID and HostedZoneName, both or neither and only with DomainName, make
@@ -193,24 +219,50 @@ const (
 	ArchiveAfterDays = 90
 )
 
+// DefaultStackName is the stack's name without the stackName key.
+const DefaultStackName = "Aacmcp"
+
+// GlueDatabaseFor is the Glue database of a stack without the glueDatabase key:
+// one per stack, so two stacks in an account and region never share one, and the
+// one place the name comes from (the saved queries and the GlueDatabase output
+// read the database the stack defines).
+func GlueDatabaseFor(stackName string) string {
+	return strings.ToLower(strings.ReplaceAll(stackName, "-", "_")) + "_audit"
+}
+
+// EdgeLimits are the WAF rate rules' limits (shared/ratelimit, whose table the
+// web ACL and `aacmcp gateway` both use).
+func (c Config) EdgeLimits() ratelimit.EdgeLimits {
+	return ratelimit.EdgeLimits{
+		Unauthenticated: c.WAFRateLimit, BearerPerAddress: c.WAFBearerRateLimit, PerToken: c.WAFPerTokenRateLimit,
+		OAuthToken: c.WAFTokenRateLimit, OAuthRegister: c.WAFRegisterRateLimit,
+	}
+}
+
 // Defaults returns the configuration used when no context is given.
 func Defaults() Config {
+	edge := ratelimit.DefaultEdgeLimits()
 	return Config{
-		RateLimit:            "120/m",
-		AuthFailLimit:        "20/m",
-		LogLevel:             "info",
-		AuditRetentionDays:   400,
-		LogRetentionDays:     30,
-		APIRateLimit:         50,
-		APIBurstLimit:        100,
-		WAFRateLimit:         1000,
+		RateLimit:          "120/m",
+		AuthFailLimit:      "20/m",
+		LogLevel:           "info",
+		AuditRetentionDays: 400,
+		LogRetentionDays:   30,
+		// Stage throttling is one budget for every caller: it must hold an
+		// organisation (500 people at one call a second) beside the others.
+		APIRateLimit:         1000,
+		APIBurstLimit:        2000,
+		WAFRateLimit:         edge.Unauthenticated,
+		WAFBearerRateLimit:   edge.BearerPerAddress,
+		WAFPerTokenRateLimit: edge.PerToken,
 		MaxBodyBytes:         MaxWAFBodyInspection,
 		AthenaScanCutoff:     10 * 1024 * 1024 * 1024,
-		GlueDatabase:         "aacmcp_audit",
+		GlueDatabase:         GlueDatabaseFor(DefaultStackName),
+		StackName:            DefaultStackName,
 		DenialAlarmThreshold: 50,
 		CognitoFeaturePlan:   CognitoPlus,
-		WAFTokenRateLimit:    300,
-		WAFRegisterRateLimit: 20,
+		WAFTokenRateLimit:    edge.OAuthToken,
+		WAFRegisterRateLimit: edge.OAuthRegister,
 		AuditObjectLockMode:  ObjectLockGovernance,
 		AuditObjectLockDays:  365,
 		FrontDoor:            true,
@@ -228,6 +280,11 @@ var (
 	logLevels  = []string{"debug", "info", "warn", "error"}
 	zoneIDRE   = regexp.MustCompile(`^Z[A-Z0-9]{1,31}$`)
 	regionRE   = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
+	// CloudFormation stack names, less the "Edge" suffix of the front door's stack;
+	// no hyphen at the end, so the derived Glue name ends in "_audit" cleanly.
+	stackNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,122}[A-Za-z0-9]$|^[A-Za-z]$`)
+	// Secrets Manager version ids are UUIDs (32 to 64 characters).
+	secretVersionRE = regexp.MustCompile(`^[A-Za-z0-9-]{32,64}$`)
 	// A secret's full ARN ends in "-" and six random characters; IAM matches exactly
 	// the ARN it is given, so a partial ARN (the name only) would grant nothing.
 	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$`)
@@ -301,6 +358,11 @@ func Load(lookup func(key string) any) (Config, error) {
 	num(KeyAPIRateLimit, &c.APIRateLimit, 1, 10000)
 	num(KeyAPIBurstLimit, &c.APIBurstLimit, 1, 5000)
 	num(KeyWAFRateLimit, &c.WAFRateLimit, minWAFRateLimit, 2_000_000_000)
+	num(KeyWAFBearerRateLimit, &c.WAFBearerRateLimit, minWAFRateLimit, 2_000_000_000)
+	num(KeyWAFPerTokenRateLimit, &c.WAFPerTokenRateLimit, minWAFRateLimit, 2_000_000_000)
+	str(KeyStackName, &c.StackName)
+	str(KeyOriginSecretVersion, &c.OriginSecretVersion)
+	str(KeyOriginSecretPreviousVersion, &c.OriginSecretPreviousVersion)
 	num(KeyMaxBodyBytes, &c.MaxBodyBytes, 1, MaxWAFBodyInspection)
 	var cutoff string
 	str(KeyAthenaScanCutoff, &cutoff)
@@ -314,6 +376,7 @@ func Load(lookup func(key string) any) (Config, error) {
 	}
 	str(KeyDomainName, &c.DomainName)
 	str(KeyCertificateARN, &c.CertificateARN)
+	c.GlueDatabase = ""
 	str(KeyGlueDatabase, &c.GlueDatabase)
 	num(KeyDenialAlarmThreshold, &c.DenialAlarmThreshold, 1, 1_000_000)
 	str(KeyHostedZoneID, &c.HostedZoneID)
@@ -526,7 +589,23 @@ func Load(lookup func(key string) any) (Config, error) {
 			bad(KeyJWTWorkspace, "jwtWorkspace pins one workspace and jwtWorkspaceClaim reads it from the token: set one")
 		}
 	}
-	if !glueNameRE.MatchString(c.GlueDatabase) {
+	if !stackNameRE.MatchString(c.StackName) {
+		bad(KeyStackName, fmt.Sprintf("%q is not a stack name: letters, digits and inner hyphens, starting with a letter, at most 124", c.StackName))
+	} else if c.GlueDatabase == "" {
+		c.GlueDatabase = GlueDatabaseFor(c.StackName)
+	}
+	for _, v := range []struct{ key, val string }{{KeyOriginSecretVersion, c.OriginSecretVersion}, {KeyOriginSecretPreviousVersion, c.OriginSecretPreviousVersion}} {
+		if v.val != "" && !secretVersionRE.MatchString(v.val) {
+			bad(v.key, fmt.Sprintf("%q is not a Secrets Manager version id (aws secretsmanager put-secret-value prints it as VersionId)", v.val))
+		}
+	}
+	if c.OriginSecretPreviousVersion != "" && (c.OriginSecretVersion == "" || c.OriginSecretPreviousVersion == c.OriginSecretVersion) {
+		bad(KeyOriginSecretPreviousVersion, "is the version being rotated from: set originSecretVersion to the new one")
+	}
+	if !c.FrontDoor && (c.OriginSecretVersion != "" || c.OriginSecretPreviousVersion != "") {
+		bad(KeyOriginSecretVersion, "the origin secret is the front door's: without it there is none")
+	}
+	if c.GlueDatabase != "" && !glueNameRE.MatchString(c.GlueDatabase) {
 		bad(KeyGlueDatabase, "must be lower-case letters, digits and underscores, starting with a letter")
 	}
 	if len(errs) > 0 {

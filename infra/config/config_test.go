@@ -56,6 +56,9 @@ func TestOverrides(t *testing.T) {
 		KeyAuditObjectLockDays:  float64(3650),
 		KeyFrontDoor:            "false",
 		KeyRegion:               "eu-central-1",
+		KeyStackName:            "Aacmcp-Staging",
+		KeyWAFBearerRateLimit:   "20000",
+		KeyWAFPerTokenRateLimit: float64(600),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +78,7 @@ func TestOverrides(t *testing.T) {
 		OAuthAccessTTL:      30 * time.Minute,
 		AuditObjectLockMode: ObjectLockCompliance, AuditObjectLockDays: 3650,
 		FrontDoor: false, Region: "eu-central-1",
+		StackName: "Aacmcp-Staging", WAFBearerRateLimit: 20000, WAFPerTokenRateLimit: 600,
 	}
 	if !equal(c, want) {
 		t.Errorf("Load() = %+v\nwant %+v", c, want)
@@ -327,5 +331,54 @@ func TestJWT(t *testing.T) {
 				t.Fatalf("error = %v, want ErrInvalid naming %s", err, tt.key)
 			}
 		})
+	}
+}
+
+// TestStackNameNamesTheGlueDatabase: two stacks in one account and region get two
+// Glue databases without anyone naming them; an explicit glueDatabase still wins.
+func TestStackNameNamesTheGlueDatabase(t *testing.T) {
+	tests := []struct {
+		ctx  map[string]any
+		want string
+	}{
+		{nil, "aacmcp_audit"},
+		{map[string]any{KeyStackName: "Aacmcp-Staging"}, "aacmcp_staging_audit"},
+		{map[string]any{KeyStackName: "Staging", KeyGlueDatabase: "audit_x"}, "audit_x"},
+	}
+	for _, tt := range tests {
+		c, err := Load(func(k string) any { return tt.ctx[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.GlueDatabase != tt.want {
+			t.Errorf("%v: GlueDatabase = %q, want %q", tt.ctx, c.GlueDatabase, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "1abc", "a_b", "ends-", strings.Repeat("a", 125)} {
+		if _, err := Load(func(k string) any { return map[string]any{KeyStackName: bad}[k] }); bad != "" && err == nil {
+			t.Errorf("stackName %q accepted", bad)
+		}
+	}
+}
+
+func TestOriginSecretVersions(t *testing.T) {
+	const v1, v2 = "1b7e6d8a-5c2e-4b0e-9a3c-2f1e0d9c8b7a", "9f8e7d6c-5b4a-4392-8170-fedcba987654"
+	tests := []struct {
+		name string
+		ctx  map[string]any
+		ok   bool
+	}{
+		{"a version", map[string]any{KeyOriginSecretVersion: v2}, true},
+		{"a rotation", map[string]any{KeyOriginSecretVersion: v2, KeyOriginSecretPreviousVersion: v1}, true},
+		{"previous alone", map[string]any{KeyOriginSecretPreviousVersion: v1}, false},
+		{"previous equal to current", map[string]any{KeyOriginSecretVersion: v1, KeyOriginSecretPreviousVersion: v1}, false},
+		{"not a version id", map[string]any{KeyOriginSecretVersion: "AWSCURRENT"}, false},
+		{"without the front door", map[string]any{KeyOriginSecretVersion: v2, KeyFrontDoor: false}, false},
+	}
+	for _, tt := range tests {
+		_, err := Load(func(k string) any { return tt.ctx[k] })
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: err = %v, want ok %v", tt.name, err, tt.ok)
+		}
 	}
 }

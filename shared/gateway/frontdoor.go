@@ -11,8 +11,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apigw"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 )
 
 // RestoredHeader is the one header FrontDoor gives back its name.
@@ -48,7 +50,12 @@ type Distribution struct {
 	OriginHeaders http.Header
 	// Transport reaches the origin; nil is http.DefaultTransport.
 	Transport http.RoundTripper
-	Logger    *slog.Logger
+	// RateRules are the distribution's web ACL (the stack's: from
+	// ratelimit.EdgeLimits.Rules); nil enforces none.
+	RateRules []ratelimit.EdgeRule
+	// Now is the web ACL's clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // FrontDoor is a stand-in for that distribution: a reverse proxy in front of the
@@ -62,6 +69,9 @@ type Distribution struct {
 // copies of CloudFront's own headers are dropped first, so that what the origin
 // reads under those names is the distribution's word. Caching is off, as the
 // stack's cache policy has it: every request reaches the origin.
+//
+// Its web ACL (RateRules) answers first: a request over one of the rate limits is
+// 429 from CloudFront and never reaches the origin (edgeWAF).
 //
 // Answers: the Lambda@Edge origin-response function renames
 // X-Amzn-Remapped-WWW-Authenticate back to WWW-Authenticate (restore), so the 401
@@ -85,7 +95,7 @@ func FrontDoor(d Distribution) http.Handler {
 	if originPath == "/" {
 		originPath = ""
 	}
-	return &httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Transport: d.Transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			in, out := pr.In, pr.Out
@@ -130,6 +140,20 @@ func FrontDoor(d Distribution) http.Handler {
 			_, _ = fmt.Fprint(w, "<html><body><h1>502 ERROR</h1><p>The request could not be satisfied. CloudFront wasn't able to connect to the origin.</p></body></html>\n")
 		},
 	}
+	if d.RateRules == nil {
+		return proxy
+	}
+	waf := newEdgeWAF(d.RateRules, d.Now)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip, _ := viewer(r)
+		if rule := waf.block(r, ip); rule != nil {
+			log.Info("front door: blocked by the web ACL", "rule", rule.Name, "viewer", ip)
+			markResponse(w.Header(), http.StatusTooManyRequests, via, cfID())
+			refuse(w, rule)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
 }
 
 // markResponse adds the headers CloudFront puts on every answer. X-Cache says

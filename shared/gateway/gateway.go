@@ -47,6 +47,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/accesslog"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 )
 
 // Defaults of Config.
@@ -92,6 +93,11 @@ type Config struct {
 	// (403 waf_blocked, no access log line). FrontDoor sends it as the
 	// distribution's origin custom header.
 	OriginVerify string
+	// RateRules, when set, are the regional web ACL's rate rules of the stack
+	// without the front door (ratelimit.EdgeLimits.Rules; behind the front door
+	// the distribution's web ACL holds them: Distribution.RateRules). A request
+	// over a limit is WAF's 429 before API Gateway sees it.
+	RateRules []ratelimit.EdgeRule
 	// CacheTTL is the authorizer result cache TTL: 0 means DefaultCacheTTL, negative
 	// turns caching off.
 	CacheTTL time.Duration
@@ -157,6 +163,7 @@ type gateway struct {
 	cfg   Config
 	log   *slog.Logger
 	cache *policyCache
+	waf   *edgeWAF // the regional web ACL's rate rules; nil: none
 }
 
 // New returns the gateway handler.
@@ -177,7 +184,11 @@ func New(cfg Config) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &gateway{cfg: cfg, log: log, cache: newPolicyCache(cfg.CacheTTL, 1024)}
+	g := &gateway{cfg: cfg, log: log, cache: newPolicyCache(cfg.CacheTTL, 1024)}
+	if cfg.RateRules != nil {
+		g.waf = newEdgeWAF(cfg.RateRules, cfg.Now)
+	}
+	return g
 }
 
 // exchange is one request's state, for the access log line.
@@ -196,6 +207,13 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write(b)
 		return
+	}
+	if g.waf != nil {
+		if rule := g.waf.block(r, sourceIP(r)); rule != nil {
+			g.log.Info("blocked by the web ACL", "rule", rule.Name, "source_ip", sourceIP(r))
+			refuse(w, rule)
+			return
+		}
 	}
 	now := g.cfg.Now()
 	x := &exchange{requestID: newRequestID(), start: now}

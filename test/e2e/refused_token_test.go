@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,19 +39,7 @@ func TestRefusedTokenChallengeThroughGateway(t *testing.T) {
 
 	post := func(t *testing.T, authorization string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if authorization != "" {
-			req.Header.Set("Authorization", authorization)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+		return postToolsList(t, mcpURL, authorization)
 	}
 
 	for _, tt := range []struct {

@@ -13,13 +13,17 @@
 //     to any non-blank header), and caches it per Authorization header for the
 //     TTL like any policy, which holds no valid token: revocation and expiry are
 //     final (docs/decisions.md has the rare exceptions);
-//   - no credential at all, or a source IP past the failed-attempt limit (refused
-//     without a token lookup), is the error "Unauthorized": the UNAUTHORIZED
-//     gateway response, a challenge without an error code. Nothing was decided
-//     about the token, and AWS documents caching for policies only, so a valid
-//     token refused by the limit is not held refused by a cached Deny;
+//   - no credential at all is the error "Unauthorized": the UNAUTHORIZED gateway
+//     response, a challenge without an error code;
 //   - a verification that could not be done (tokens table or the issuer's JWKS
 //     unreachable) is any other error: a 500, so the client keeps its token.
+//
+// Every credential is verified, whatever its source address did before: one
+// address may be a hosted client's egress shared by a whole organisation, and an
+// authorizer can only answer 401 or 500, never the 429 a refusal for volume must
+// be. Volume is refused at the edge (WAF); failed attempts are only counted per
+// address, and an address past the limit is reported (docs/decisions.md, "One
+// address, many callers").
 package authorizerfn
 
 import (
@@ -68,10 +72,10 @@ type Config struct {
 	// still go to Verifier.
 	JWT   Verifier
 	Audit Rejecter
-	// Failures counts rejected tokens per IP; nil disables the limit.
+	// Failures counts rejected credentials per IP; nil counts nothing.
 	Failures FailureCounter
-	// FailureLimit is how many failures an IP may have per window before it is
-	// refused without a lookup.
+	// FailureLimit is how many failures an IP may have per window before the
+	// authorizer reports it as probing (msgOverFailureLimit). It refuses nothing.
 	FailureLimit int64
 	// TrustViewerAddress attributes a request to its CloudFront-Viewer-Address
 	// (apigw.SourceIP) instead of API Gateway's source IP, which behind the front
@@ -112,19 +116,6 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 		return events.APIGatewayCustomAuthorizerResponse{}, errors.New("invalid methodArn")
 	}
 
-	if a.cfg.Failures != nil && ip != "" {
-		n, err := a.cfg.Failures.Failures(ctx, ip, now)
-		switch {
-		case err != nil:
-			// Fail open on the counter only: the token is still verified below.
-			a.log.Warn("failed-attempt counter unavailable", "err", err)
-		case n >= a.cfg.FailureLimit:
-			a.reject(ctx, req, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed attempts from this address"}, "")
-			a.log.Warn("source over the failed-attempt limit; refused without lookup", "source_ip", ip, "failures", n)
-			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
-		}
-	}
-
 	p, err := a.verify(ctx, header(req, "Authorization"))
 	if err != nil {
 		e := apperr.As(err)
@@ -140,11 +131,7 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			tokenID = rej.TokenID
 		}
 		a.reject(ctx, req, e, tokenID)
-		if a.cfg.Failures != nil && ip != "" {
-			if err := a.cfg.Failures.AddFailure(ctx, ip, now); err != nil {
-				a.log.Warn("failed attempt not counted", "err", err)
-			}
-		}
+		a.countFailure(ctx, ip, now)
 		reason := auth.RejectReason(err)
 		a.log.Info("token rejected", "request_id", req.RequestContext.RequestID,
 			"reason", string(reason), "source_ip", ip)
@@ -172,6 +159,27 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			authzctx.ExpiresAt:   strconv.FormatInt(p.ExpiresAt.Unix(), 10),
 		},
 	}, nil
+}
+
+// msgOverFailureLimit is the warning that names an address crossing the
+// failed-attempt limit: a log metric filter or Logs Insights finds probers by it.
+const msgOverFailureLimit = "source over the failed-attempt limit"
+
+// countFailure counts a refused credential for its address and reports the
+// address once per window, when its count crosses the limit. The count decides
+// nothing: the next credential from the address is verified like any other.
+func (a *Authorizer) countFailure(ctx context.Context, ip string, now time.Time) {
+	if a.cfg.Failures == nil || ip == "" {
+		return
+	}
+	n, err := a.cfg.Failures.AddFailure(ctx, ip, now)
+	if err != nil {
+		a.log.Warn("failed attempt not counted", "err", err)
+		return
+	}
+	if n == a.cfg.FailureLimit+1 {
+		a.log.Warn(msgOverFailureLimit, "source_ip", ip, "failures", n, "limit", a.cfg.FailureLimit)
+	}
 }
 
 // policy is the one-statement policy of effect for resource (the whole API: a Deny

@@ -3,7 +3,9 @@ package authorizerfn
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,17 +81,11 @@ type memFailures struct {
 	n  map[string]int64
 }
 
-func (m *memFailures) Failures(_ context.Context, ip string, _ time.Time) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n[ip], nil
-}
-
-func (m *memFailures) AddFailure(_ context.Context, ip string, _ time.Time) error {
+func (m *memFailures) AddFailure(_ context.Context, ip string, _ time.Time) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.n[ip]++
-	return nil
+	return m.n[ip], nil
 }
 
 // TestHandleDecisions covers the decisions with an in-memory verifier (the real verifier
@@ -216,47 +212,62 @@ func TestHandleDecisions(t *testing.T) {
 	}
 }
 
-func TestFailureLimitRefusesWithoutLookup(t *testing.T) {
+// TestOthersFailuresNeverRefuseAValidToken: one address that many people share (a
+// hosted client's egress) presents 25 bad tokens in a window whose limit is 20, then
+// a good one. Every bad token gets its own Deny after a lookup (401 invalid_token,
+// which tells its client to sign in again), never a refusal for volume, and the good
+// token is allowed: the counter marks the address, it refuses nobody.
+func TestOthersFailuresNeverRefuseAValidToken(t *testing.T) {
+	good, _, _ := auth.Mint()
+	p := auth.Principal{WorkspaceID: "ws1", UserID: "u1", TokenID: "tok_1", Scopes: []string{"issues:read"}, ExpiresAt: time.Now().Add(time.Hour)}
 	lookups := 0
-	verifier := verifierFunc(func(context.Context, string) (auth.Principal, error) {
+	verifier := verifierFunc(func(_ context.Context, s string) (auth.Principal, error) {
 		lookups++
+		if s == good {
+			return p, nil
+		}
 		return auth.Principal{}, apperr.New(apperr.InvalidToken, auth.PublicMessage)
 	})
 	rej := &rejections{}
 	fails := &memFailures{n: map[string]int64{}}
-	a := New(Config{Verifier: verifier, Audit: rej, Failures: fails, FailureLimit: 2})
-	secret, _, _ := auth.Mint()
-	req := events.APIGatewayCustomAuthorizerRequestTypeRequest{
-		MethodArn: "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp", Resource: "/mcp", Path: "/mcp",
-		Headers:        map[string]string{"Authorization": "Bearer " + secret},
-		RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: "203.0.113.9"}},
+	var logs strings.Builder
+	a := New(Config{Verifier: verifier, Audit: rej, Failures: fails, FailureLimit: 20,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	call := func(secret string) (events.APIGatewayCustomAuthorizerResponse, error) {
+		return a.Handle(context.Background(), events.APIGatewayCustomAuthorizerRequestTypeRequest{
+			MethodArn: "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/mcp", Resource: "/mcp", Path: "/mcp",
+			Headers:        map[string]string{"Authorization": "Bearer " + secret},
+			RequestContext: events.APIGatewayCustomAuthorizerRequestTypeRequestContext{Identity: events.APIGatewayCustomAuthorizerRequestTypeRequestIdentity{SourceIP: "160.79.104.10"}},
+		})
 	}
-	// Refused after a lookup: the token's Deny. Past the limit nothing was decided
-	// about the token, and API Gateway would cache a Deny for it: "Unauthorized".
-	for i := range 4 {
-		resp, err := a.Handle(context.Background(), req)
-		if i < 2 && (err != nil || !Denied(resp)) || i >= 2 && !errors.Is(err, ErrUnauthorized) {
-			t.Fatalf("call %d: %+v, %v", i, resp, err)
+	for i := range 25 {
+		bad, _, _ := auth.Mint()
+		resp, err := call(bad)
+		if err != nil || !Denied(resp) {
+			t.Fatalf("bad token %d: %+v, %v; want its Deny", i+1, resp, err)
 		}
 	}
-	if lookups != 2 {
-		t.Errorf("lookups = %d, want 2 (then refused without lookup)", lookups)
+	resp, err := call(good)
+	if err != nil || Denied(resp) || resp.PrincipalID != "u1" {
+		t.Fatalf("good token after 25 failures from its address: %+v, %v; want an Allow", resp, err)
 	}
-	codes := []apperr.Code{}
-	for _, e := range rej.errs {
-		codes = append(codes, e.Code)
+	if lookups != 26 {
+		t.Errorf("lookups = %d, want 26: every credential is verified", lookups)
 	}
-	want := []apperr.Code{apperr.InvalidToken, apperr.InvalidToken, apperr.RateLimited, apperr.RateLimited}
-	if len(codes) != len(want) {
-		t.Fatalf("audited %v, want %v", codes, want)
+	if len(rej.errs) != 25 {
+		t.Fatalf("%d refusals audited, want 25", len(rej.errs))
 	}
-	for i := range want {
-		if codes[i] != want[i] {
-			t.Fatalf("audited %v, want %v", codes, want)
+	for i, e := range rej.errs {
+		if e.Code != apperr.InvalidToken {
+			t.Errorf("refusal %d audited %s, want invalid_token", i+1, e.Code)
 		}
 	}
-	if rej.reqs[0].Transport != "mcp" {
-		t.Errorf("transport = %q", rej.reqs[0].Transport)
+	if got := fails.n["160.79.104.10"]; got != 25 {
+		t.Errorf("failures counted = %d, want 25", got)
+	}
+	// The address is reported once, when it crosses the limit.
+	if n := strings.Count(logs.String(), msgOverFailureLimit); n != 1 {
+		t.Errorf("%d %q lines, want 1:\n%s", n, msgOverFailureLimit, logs.String())
 	}
 }
 

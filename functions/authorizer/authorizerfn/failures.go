@@ -14,18 +14,16 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
 
-// FailureCounter counts rejected tokens per source IP in fixed windows.
+// FailureCounter counts rejected credentials per source IP in fixed windows.
 type FailureCounter interface {
-	// Failures returns the failures of ip in the window containing now.
-	Failures(ctx context.Context, ip string, now time.Time) (int64, error)
-	// AddFailure counts one more failure of ip in the window containing now.
-	AddFailure(ctx context.Context, ip string, now time.Time) error
+	// AddFailure counts one more failure of ip in the window containing now and
+	// returns the window's count so far.
+	AddFailure(ctx context.Context, ip string, now time.Time) (int64, error)
 }
 
-// DynamoAPI is the part of *dynamodb.Client the counter uses: the two calls the
+// DynamoAPI is the part of *dynamodb.Client the counter uses: the call the
 // authorizer's IAM role allows on its own counter items.
 type DynamoAPI interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
@@ -56,41 +54,15 @@ func (d *DynamoFailures) key(ip string, now time.Time) (map[string]types.Attribu
 	}, start
 }
 
-// Failures reads the window's counter (0 when there is none). An eventually
-// consistent read is enough: a limit that bites a few requests late is still a limit.
-func (d *DynamoFailures) Failures(ctx context.Context, ip string, now time.Time) (int64, error) {
-	k, _ := d.key(ip, now)
-	out, err := d.DB.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:            aws.String(d.Table),
-		Key:                  k,
-		ProjectionExpression: aws.String("#c"),
-		ExpressionAttributeNames: map[string]string{
-			"#c": "failures",
-		},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read failure counter: %w", err)
-	}
-	n, ok := out.Item["failures"].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0, nil
-	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("failure counter holds %q", n.Value)
-	}
-	return v, nil
-}
-
-// AddFailure adds one with ADD, which needs no read and no condition. If the SDK
-// retries after a lost response the failure may count twice: that errs towards
-// refusing a prober sooner, never towards letting one through.
-func (d *DynamoFailures) AddFailure(ctx context.Context, ip string, now time.Time) error {
+// AddFailure adds one with ADD, which needs no read and no condition, and returns
+// the new count. If the SDK retries after a lost response the failure may count
+// twice: that only reports a prober sooner.
+func (d *DynamoFailures) AddFailure(ctx context.Context, ip string, now time.Time) (int64, error) {
 	k, start := d.key(ip, now)
 	// Kept one window past its end so a clock skew between instances never reads a
 	// counter that TTL already removed.
 	expires := start.Add(2 * d.Window).Unix()
-	_, err := d.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := d.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(d.Table),
 		Key:              k,
 		UpdateExpression: aws.String("ADD #c :one SET #ttl = :ttl"),
@@ -102,9 +74,18 @@ func (d *DynamoFailures) AddFailure(ctx context.Context, ip string, now time.Tim
 			":one": &types.AttributeValueMemberN{Value: "1"},
 			":ttl": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)},
 		},
+		ReturnValues: types.ReturnValueUpdatedNew,
 	})
 	if err != nil {
-		return fmt.Errorf("count failure: %w", err)
+		return 0, fmt.Errorf("count failure: %w", err)
 	}
-	return nil
+	n, ok := out.Attributes["failures"].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("count failure: no count in the answer")
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("failure counter holds %q", n.Value)
+	}
+	return v, nil
 }

@@ -2,7 +2,6 @@ package authorizerfn
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -69,31 +68,5 @@ func TestSourceIPBehindCloudFront(t *testing.T) {
 				t.Errorf("audited %+v, want source %s", rej.reqs, tt.want)
 			}
 		})
-	}
-}
-
-// TestFailureLimitPerViewer: behind the front door one prober past the limit must
-// not lock out the other viewers of the same edge server, as it would if the
-// authorizer counted API Gateway's source IP.
-func TestFailureLimitPerViewer(t *testing.T) {
-	lookups := 0
-	refuse := verifierFunc(func(context.Context, string) (auth.Principal, error) {
-		lookups++
-		return auth.Principal{}, apperr.New(apperr.InvalidToken, auth.PublicMessage)
-	})
-	a := New(Config{Verifier: refuse, Audit: &rejections{}, Failures: &memFailures{n: map[string]int64{}}, FailureLimit: 2, TrustViewerAddress: true})
-	prober := viewerRequest(t, "203.0.113.66:40000")
-	for range 3 {
-		if _, err := a.Handle(context.Background(), prober); err != nil && !errors.Is(err, ErrUnauthorized) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := a.Handle(context.Background(), prober); !errors.Is(err, ErrUnauthorized) {
-		t.Fatalf("the prober past its limit: %v, want Unauthorized without lookup", err)
-	}
-	before := lookups
-	resp, err := a.Handle(context.Background(), viewerRequest(t, "198.51.100.23:51734"))
-	if err != nil || !Denied(resp) || lookups != before+1 {
-		t.Errorf("another viewer of the same edge: %+v, %v, lookups %d -> %d; want its token looked up", resp, err, before, lookups)
 	}
 }

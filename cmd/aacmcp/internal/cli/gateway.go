@@ -47,6 +47,7 @@ type gatewayFlags struct {
 	jwt                jwtFlags
 	stage              string
 	frontDoor          bool
+	edgeRateLimits     bool
 	apiAddr            string
 	dev                bool
 	oauth              oauthFlags
@@ -113,6 +114,7 @@ upstream.`,
 	addJWTFlags(c, g, &gf.jwt)
 	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")
 	f.BoolVar(&gf.frontDoor, "front-door", false, "serve through the stack's CloudFront distribution: stage at the root, WWW-Authenticate restored (default: the bare API, challenges remapped)")
+	f.BoolVar(&gf.edgeRateLimits, "edge-rate-limits", true, "the stack's WAF rate rules at their default limits (docs/deploy.md): the distribution's with --front-door, else the API's; false turns them off")
 	f.StringVar(&gf.apiAddr, "api-addr", "", "with --front-door: where the API itself (the execute-api host) listens (default 127.0.0.1:0, a free port)")
 	f.BoolVar(&gf.dev, "dev", false, "the authorization server's dev sign-in page and loopback client metadata documents (loopback --addr only)")
 	addOAuthFlags(c, g, &gf.oauth)
@@ -340,7 +342,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		}
 		oauthFn = lambda.NewHandler(of.Handle)
 	}
-	api := gateway.New(gateway.Config{
+	gcfg := gateway.Config{
 		Authorizer:  authorizer,
 		Function:    function,
 		OAuth:       oauthFn,
@@ -353,7 +355,12 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		// through it, as the stack's OnlyThroughCloudFront rule does.
 		OriginVerify: originVerify,
 		Logger:       log,
-	})
+	}
+	if gf.edgeRateLimits && !gf.frontDoor {
+		// Without the front door the stack's regional web ACL holds the rate rules.
+		gcfg.RateRules = ratelimit.DefaultEdgeLimits().Rules()
+	}
+	api := gateway.New(gcfg)
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{
 			Handler:           h,
@@ -368,13 +375,18 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.frontDoor {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.Proxy = nil // the origin is this process's own listener
-		srv = newServer(gateway.FrontDoor(gateway.Distribution{
+		dist := gateway.Distribution{
 			Origin:        &url.URL{Scheme: "http", Host: displayAddr(apiLn.Addr())},
 			OriginPath:    stagePath,
 			OriginHeaders: http.Header{apigw.OriginVerifyHeader: {originVerify}},
 			Transport:     transport,
 			Logger:        log,
-		}))
+		}
+		if gf.edgeRateLimits {
+			// The stack's edge web ACL at the stack's default limits.
+			dist.RateRules = ratelimit.DefaultEdgeLimits().Rules()
+		}
+		srv = newServer(gateway.FrontDoor(dist))
 		apiSrv := newServer(api)
 		go func() {
 			if err := apiSrv.Serve(apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -400,6 +412,11 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		fmt.Fprintf(w, "  api:        %s/mcp (the execute-api URL behind it: challenges remapped, discovery outside the stage 403)\n", apiBase)
 	} else {
 		fmt.Fprintf(w, "  challenges: the functions' WWW-Authenticate arrives as X-Amzn-Remapped-WWW-Authenticate (bare API Gateway; --front-door restores it)\n")
+	}
+	if gf.edgeRateLimits {
+		l := ratelimit.DefaultEdgeLimits()
+		fmt.Fprintf(w, "  waf:        per %s: %d requests per address without a token, %d per token, %d per address with tokens\n",
+			ratelimit.EdgeWindow, l.Unauthenticated, l.PerToken, l.BearerPerAddress)
 	}
 	if m := oauthMode(gf.oauth, withOAuth, base); m != "" {
 		fmt.Fprintf(w, "  oauth:      %s\n", m)
