@@ -412,3 +412,67 @@ func jsonNumber(v any) float64 {
 	}
 	return 0
 }
+
+// cloudFormationStandIn answers DescribeStacks in CloudFormation's query protocol
+// (form-encoded POST, XML answer) with the outputs of one stack, as the deployed
+// stack has them (infra/outputs.go), and ValidationError for any other name.
+func cloudFormationStandIn(t *testing.T, name string, outputs map[string]string) *httptest.Server {
+	t.Helper()
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "DescribeStacks" || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		if r.Form.Get("StackName") != name {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id %s does not exist</Message></Error><RequestId>1</RequestId></ErrorResponse>`, r.Form.Get("StackName"))
+			return
+		}
+		var outs strings.Builder
+		for k, v := range outputs {
+			fmt.Fprintf(&outs, "<member><OutputKey>%s</OutputKey><OutputValue>%s</OutputValue></member>", k, v)
+		}
+		fmt.Fprintf(w, `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member><StackName>%s</StackName><StackId>arn:aws:cloudformation:eu-west-1:123456789012:stack/%s/1</StackId><CreationTime>2026-12-01T00:00:00Z</CreationTime><StackStatus>CREATE_COMPLETE</StackStatus><Outputs>%s</Outputs></member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></DescribeStacksResponse>`, name, name, outs.String())
+	}))
+}
+
+// TestAuditReportAthenaStack: --stack reads the workgroup and database from the
+// stack's outputs.
+func TestAuditReportAthenaStack(t *testing.T) {
+	data := t.TempDir()
+	reporttest.Write(t, data)
+	eng, err := query.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	stand := athenalocal.New(eng, athenalocal.Config{WorkGroup: "wg-from-stack", Database: "db_from_stack"})
+	defer stand.Close()
+	athenaSrv := httptest.NewServer(stand)
+	defer athenaSrv.Close()
+	cf := cloudFormationStandIn(t, "aacmcp", map[string]string{
+		stackOutWorkGroup: "wg-from-stack", stackOutDatabase: "db_from_stack", "McpUrl": "https://example.test/mcp",
+	})
+	defer cf.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOCAL")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", cf.URL)
+	args := func(stack string) []string {
+		return append([]string{"audit", "report", "--athena", "--stack", stack, "--region", "eu-west-1",
+			"--endpoint-url", athenaSrv.URL, "--poll-interval", "10ms", "--out", filepath.Join(t.TempDir(), "r.html"), "--json"}, fixturePeriod...)
+	}
+	r := run(t, nil, args("aacmcp")...)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "stack aacmcp: workgroup wg-from-stack, database db_from_stack") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	checkFixtureResults(t, "athena --stack", decodeJSON[reportJSON](t, r.stdout).Results)
+	if r := run(t, nil, args("other")...); r.code == ExitOK || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("unknown stack: exit %d, %s", r.code, r.stderr)
+	}
+}
