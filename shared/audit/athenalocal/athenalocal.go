@@ -229,14 +229,19 @@ type idIn struct {
 	NextToken        string `json:"NextToken"`
 }
 
-func (s *Server) lookup(id string) (*execution, *apiError) {
+// execution decodes a request that names a query execution, and finds it.
+func (s *Server) execution(body []byte) (idIn, *execution, *apiError) {
+	in, aerr := decode[idIn](body)
+	if aerr != nil {
+		return in, nil, aerr
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.execs[id]
+	e, ok := s.execs[in.QueryExecutionID]
 	if !ok {
-		return nil, invalid(fmt.Sprintf("QueryExecution %s was not found", id))
+		return in, nil, invalid(fmt.Sprintf("QueryExecution %s was not found", in.QueryExecutionID))
 	}
-	return e, nil
+	return in, e, nil
 }
 
 func epoch(t time.Time) any {
@@ -247,11 +252,7 @@ func epoch(t time.Time) any {
 }
 
 func (s *Server) get(body []byte) (any, *apiError) {
-	in, aerr := decode[idIn](body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	e, aerr := s.lookup(in.QueryExecutionID)
+	_, e, aerr := s.execution(body)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -288,11 +289,7 @@ func (s *Server) get(body []byte) (any, *apiError) {
 // results pages through a finished query. NextToken is the offset of the next data
 // row, opaque to clients as Athena's is.
 func (s *Server) results(body []byte) (any, *apiError) {
-	in, aerr := decode[idIn](body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	e, aerr := s.lookup(in.QueryExecutionID)
+	in, e, aerr := s.execution(body)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -360,11 +357,7 @@ func (s *Server) results(body []byte) (any, *apiError) {
 }
 
 func (s *Server) stop(body []byte) (any, *apiError) {
-	in, aerr := decode[idIn](body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	e, aerr := s.lookup(in.QueryExecutionID)
+	_, e, aerr := s.execution(body)
 	if aerr != nil {
 		return nil, aerr
 	}

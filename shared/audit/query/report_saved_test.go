@@ -26,17 +26,7 @@ var reportQueriesTested = []string{
 // personal-token tool call as a 1.0 writer left it (NULL client_id, event_type and
 // confirmation in the view, as in Athena), and checks the hand-counted rows.
 func TestReportQueries(t *testing.T) {
-	var legacy, current []audit.Record
-	for i, r := range reporttest.Records() {
-		if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" && r.Confirmation == "" {
-			legacy = append(legacy, r)
-		} else {
-			current = append(current, r)
-		}
-	}
-	if len(legacy) == 0 {
-		t.Fatal("no 1.0 records in the fixture")
-	}
+	legacy, current := splitLegacy(t, reporttest.Records())
 	dir := t.TempDir()
 	writeLegacy(t, dir, legacy)
 	writeRecords(t, dir, current)
@@ -127,4 +117,23 @@ func runnableSQL(t *testing.T, q queries.Query) string {
 		return q.SQL
 	}
 	return sql
+}
+
+// splitLegacy picks every other personal-token tool call to be written as a 1.0
+// writer left it (no client_id, event_type or action: NULL in the view, as in
+// Athena). A record with a confirmation kind is 1.3 only: no 1.0 writer could have
+// left it.
+func splitLegacy(t *testing.T, recs []audit.Record) (legacy, current []audit.Record) {
+	t.Helper()
+	for i, r := range recs {
+		if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" && r.Confirmation == "" {
+			legacy = append(legacy, r)
+		} else {
+			current = append(current, r)
+		}
+	}
+	if len(legacy) == 0 {
+		t.Fatal("no 1.0 records in the fixture")
+	}
+	return legacy, current
 }

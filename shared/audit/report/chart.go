@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,6 +52,9 @@ var outcomeColors = map[string]color.Color{
 }
 
 func colorOf(name string, i int) color.Color {
+	if name == "" {
+		name = "calls" // a chart of one unnamed series
+	}
 	if c, ok := outcomeColors[name]; ok {
 		return c
 	}
@@ -66,6 +70,31 @@ func barSVG(title, valueLabel string, cats []string, ss []series, horizontal boo
 	p.Legend.Top = true
 	p.Legend.Left = !horizontal
 	n := float64(len(cats))
+	if horizontal {
+		// The nominal axis counts from the bottom: reversed, the first category
+		// (the largest, or the slowest) is the top bar.
+		cats = slices.Clone(cats)
+		slices.Reverse(cats)
+		rev := make([]series, len(ss))
+		for i, s := range ss {
+			rev[i] = series{name: s.name, values: slices.Clone(s.values)}
+			slices.Reverse(rev[i].values)
+		}
+		ss = rev
+	}
+	// Room past the longest stack for the legend, which gonum draws inside the plot.
+	var longest float64
+	for j := range cats {
+		var sum float64
+		for _, s := range ss {
+			sum += s.values[j]
+		}
+		longest = max(longest, sum)
+	}
+	top := longest * 1.05
+	if len(ss) > 1 {
+		top = longest * 1.4
+	}
 	var w, h vg.Length = chartWidth, 280
 	var bw vg.Length
 	if horizontal {
@@ -100,9 +129,9 @@ func barSVG(title, valueLabel string, cats []string, ss []series, horizontal boo
 		}
 	}
 	if horizontal {
-		p.X.Min = 0
+		p.X.Min, p.X.Max = 0, top
 	} else {
-		p.Y.Min = 0
+		p.Y.Min, p.Y.Max = 0, top
 	}
 	p.Add(plotter.NewGrid())
 	return writeSVG(p, w, h)

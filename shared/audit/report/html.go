@@ -258,7 +258,6 @@ func chartsOf(s Section, p Period, r rows) ([]chart, error) {
 			p95cats = append(p95cats, t.tool)
 			p95.values = append(p95.values, t.p95)
 		}
-		p95.name = "calls"
 		byDur, err := barSVG("Tools by p95 duration", "p95 duration (ms)", p95cats, []series{p95}, true, 1)
 		return []chart{{SVG: byCalls}, {SVG: byDur}}, err
 	case "slowest":

@@ -134,29 +134,18 @@ func TestAuditReportErrors(t *testing.T) {
 func TestAuditReportAthena(t *testing.T) {
 	data := t.TempDir()
 	reporttest.Write(t, data)
-	eng, err := query.Open(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	stand := athenalocal.New(eng, athenalocal.Config{WorkGroup: "aacmcp-audit", Database: "aacmcp_audit"})
 	var mu sync.Mutex
 	pages := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Amz-Target") == "AmazonAthena.GetQueryResults" {
-			mu.Lock()
-			pages++
-			mu.Unlock()
-		}
-		stand.ServeHTTP(w, r)
-	}))
-	defer stand.Close()
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOCAL")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	srv := athenaStandIn(t, data, "aacmcp-audit", "aacmcp_audit", func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Amz-Target") == "AmazonAthena.GetQueryResults" {
+				mu.Lock()
+				pages++
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	out := filepath.Join(t.TempDir(), "athena.html")
 	r := run(t, nil, append([]string{"audit", "report", "--athena", "--region", "eu-west-1", "--endpoint-url", srv.URL,
 		"--workgroup", "aacmcp-audit", "--database", "aacmcp_audit", "--page-size", "3", "--poll-interval", "10ms",
@@ -442,23 +431,11 @@ func cloudFormationStandIn(t *testing.T, name string, outputs map[string]string)
 func TestAuditReportAthenaStack(t *testing.T) {
 	data := t.TempDir()
 	reporttest.Write(t, data)
-	eng, err := query.Open(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	stand := athenalocal.New(eng, athenalocal.Config{WorkGroup: "wg-from-stack", Database: "db_from_stack"})
-	defer stand.Close()
-	athenaSrv := httptest.NewServer(stand)
-	defer athenaSrv.Close()
+	athenaSrv := athenaStandIn(t, data, "wg-from-stack", "db_from_stack", nil)
 	cf := cloudFormationStandIn(t, "aacmcp", map[string]string{
 		stackOutWorkGroup: "wg-from-stack", stackOutDatabase: "db_from_stack", "McpUrl": "https://example.test/mcp",
 	})
 	defer cf.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOCAL")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", cf.URL)
 	args := func(stack string) []string {
 		return append([]string{"audit", "report", "--athena", "--stack", stack, "--region", "eu-west-1",
@@ -475,4 +452,28 @@ func TestAuditReportAthenaStack(t *testing.T) {
 	if r := run(t, nil, args("other")...); r.code == ExitOK || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("unknown stack: exit %d, %s", r.code, r.stderr)
 	}
+}
+
+// athenaStandIn serves the Athena API over data's audit files for one workgroup and
+// database, through wrap when given, and points the AWS SDK's credentials at
+// nothing real.
+func athenaStandIn(t *testing.T, data, workGroup, database string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	eng, err := query.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stand := athenalocal.New(eng, athenalocal.Config{WorkGroup: workGroup, Database: database})
+	var h http.Handler = stand
+	if wrap != nil {
+		h = wrap(stand)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); stand.Close(); eng.Close() })
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLOCAL")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	return srv
 }
