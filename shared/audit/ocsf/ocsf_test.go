@@ -14,62 +14,41 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	at "github.com/aacworkflow/aacmcp/shared/audit/audittest"
 	"github.com/aacworkflow/aacmcp/shared/audit/ocsf"
+	"github.com/aacworkflow/aacmcp/shared/audit/ocsf/ocsftest"
 	"github.com/aacworkflow/aacmcp/shared/audit/report/reporttest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/events.golden.jsonl")
 
-// Schema compiles the required attributes of the OCSF classes (testdata).
-func Schema(t testing.TB) *jsonschema.Schema {
+// line maps r and encodes it as the export writes it.
+func line(t *testing.T, r audit.Record, o ocsf.Options) (ocsf.Event, []byte) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "ocsf-1.3.0-required.schema.json"))
+	e, err := ocsf.Map(r, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
+	b, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("mem://ocsf.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://ocsf.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return e, b
 }
 
-// validate checks one encoded event against the schema, as a reader of the JSON
-// line would see it.
-func validate(t *testing.T, s *jsonschema.Schema, line []byte) error {
+func validate(t *testing.T, s *jsonschema.Schema, b []byte) error {
 	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Validate(v)
+	_, err := ocsftest.Validate(t, s, b)
+	return err
 }
 
 // TestFixtureValidates: every record of the report fixture maps to an event of its
 // class with the class's required attributes.
 func TestFixtureValidates(t *testing.T) {
-	s := Schema(t)
+	s := ocsftest.Schema(t)
 	classes := map[int]int{}
 	for _, r := range reporttest.Records() {
-		e, err := ocsf.Map(r, ocsf.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := validate(t, s, line); err != nil {
-			t.Errorf("%s %s%s: %v\n%s", r.EventID, r.Tool, r.Action, err, line)
+		e, b := line(t, r, ocsf.Options{})
+		if err := validate(t, s, b); err != nil {
+			t.Errorf("%s %s%s: %v\n%s", r.EventID, r.Tool, r.Action, err, b)
 		}
 		classes[e["class_uid"].(int)]++
 	}
@@ -80,7 +59,7 @@ func TestFixtureValidates(t *testing.T) {
 
 // TestSchemaRefuses: the schema is not a check that passes anything.
 func TestSchemaRefuses(t *testing.T) {
-	s := Schema(t)
+	s := ocsftest.Schema(t)
 	base := at.Record(time.Date(2025, 6, 22, 9, 0, 0, 0, time.UTC))
 	for _, drop := range []string{"api", "actor", "src_endpoint", "cloud", "metadata", "time", "type_uid"} {
 		e, err := ocsf.Map(base, ocsf.Options{})
@@ -116,21 +95,14 @@ func TestGolden(t *testing.T) {
 		at.Record(ts, id("01JYBFHG00A1B2C3D4E5F6G7HD"), at.Authorization(audit.ActionRefreshReuseDetected), at.Denied("invalid_token")),
 		at.Record(ts, id("01JYBFHG00A1B2C3D4E5F6G7HE"), at.Authorization(audit.ActionGrantRevoked)),
 	}
-	s := Schema(t)
+	s := ocsftest.Schema(t)
 	var out bytes.Buffer
 	for _, r := range recs {
-		e, err := ocsf.Map(r, ocsf.Options{Region: "eu-west-1", ProductVersion: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := validate(t, s, line); err != nil {
+		_, b := line(t, r, ocsf.Options{Region: "eu-west-1", ProductVersion: "test"})
+		if err := validate(t, s, b); err != nil {
 			t.Errorf("%s: %v", r.EventID, err)
 		}
-		out.Write(line)
+		out.Write(b)
 		out.WriteByte('\n')
 	}
 	golden := filepath.Join("testdata", "events.golden.jsonl")

@@ -17,11 +17,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/athenalocal"
 	"github.com/aacworkflow/aacmcp/shared/audit/ocsf"
+	"github.com/aacworkflow/aacmcp/shared/audit/ocsf/ocsftest"
 	"github.com/aacworkflow/aacmcp/shared/audit/query"
 	"github.com/aacworkflow/aacmcp/shared/audit/report"
 	"github.com/aacworkflow/aacmcp/shared/audit/report/reporttest"
@@ -337,27 +336,7 @@ func TestAuditExportOCSF(t *testing.T) {
 			want[int64(i)] = true
 		}
 	}
-	root, err := emulator.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(root, "shared", "audit", "ocsf", "testdata", "ocsf-1.3.0-required.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://ocsf.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("mem://ocsf.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := ocsftest.Schema(t)
 	got := map[string]bool{}
 	classes := map[float64]int{}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
@@ -365,14 +344,10 @@ func TestAuditExportOCSF(t *testing.T) {
 	lines := 0
 	for sc.Scan() {
 		lines++
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(sc.Bytes()))
+		m, err := ocsftest.Validate(t, schema, sc.Bytes())
 		if err != nil {
-			t.Fatalf("line %d is not JSON: %v", lines, err)
-		}
-		if err := schema.Validate(v); err != nil {
 			t.Errorf("line %d: %v\n%s", lines, err, sc.Text())
 		}
-		m := v.(map[string]any)
 		got[m["metadata"].(map[string]any)["uid"].(string)] = true
 		classes[jsonNumber(m["class_uid"])]++
 	}
