@@ -12,7 +12,9 @@ import (
 func TestSavedQueriesLoad(t *testing.T) {
 	want := []string{
 		"denial_spike_tokens", "denied_by_reason_24h", "destructive_by_confirmation", "destructive_calls_by_client",
-		"destructive_per_token_per_day", "destructive_without_confirm", "top_tools_per_workspace_per_day",
+		"destructive_per_token_per_day", "destructive_without_confirm", "report_authorization_events",
+		"report_calls_per_hour", "report_denials", "report_destructive", "report_slowest_calls", "report_top_tools",
+		"top_tools_per_workspace_per_day",
 	}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)

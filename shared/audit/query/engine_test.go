@@ -96,7 +96,7 @@ func TestEmptyLog(t *testing.T) {
 				t.Errorf("count = %v", got.Rows)
 			}
 			for _, q := range queries.All() {
-				res, err := e.Query(context.Background(), q.SQL)
+				res, err := e.Query(context.Background(), runnableSQL(t, q))
 				if err != nil {
 					t.Errorf("%s on an empty log: %v", q.Name, err)
 				} else if len(res.Rows) != 0 {
@@ -367,7 +367,7 @@ func TestViewOverVersion10Files(t *testing.T) {
 				t.Errorf("columns %v", res.Columns)
 			}
 			for _, sq := range queries.All() {
-				if _, err := e.Query(context.Background(), sq.SQL); err != nil {
+				if _, err := e.Query(context.Background(), runnableSQL(t, sq)); err != nil {
 					t.Errorf("saved query %s: %v", sq.Name, err)
 				}
 			}

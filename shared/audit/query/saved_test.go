@@ -311,21 +311,9 @@ func TestSavedQueries(t *testing.T) {
 			d := newDataset()
 			w := tt.build(d)
 			dir := t.TempDir()
-			// Two writers, as two server processes would be; and every other
-			// personal-token tool call as a 1.0 writer left it (no client_id,
-			// event_type or action: NULL in the view, as in Athena). A record with a
-			// confirmation kind is 1.3 only: no 1.0 writer could have left it.
-			var legacy, current []audit.Record
-			for i, r := range d.recs {
-				if i%2 == 0 && r.EventType == audit.EventToolCall && r.ClientID == "" && r.Confirmation == "" {
-					legacy = append(legacy, r)
-				} else {
-					current = append(current, r)
-				}
-			}
-			if len(legacy) == 0 {
-				t.Fatal("no 1.0 records in the fixture")
-			}
+			// Two writers, as two server processes would be, and 1.0 records
+			// (splitLegacy).
+			legacy, current := splitLegacy(t, d.recs)
 			writeLegacy(t, dir, legacy)
 			half := len(current) / 2
 			writeRecords(t, dir, current[:half])
@@ -343,7 +331,7 @@ func TestSavedQueries(t *testing.T) {
 			}
 		})
 	}
-	if !sameSet(covered, queries.Names()) {
+	if !sameSet(append(covered, reportQueriesTested...), queries.Names()) {
 		t.Errorf("saved queries %v, tested %v: every saved query needs a test", queries.Names(), covered)
 	}
 }
@@ -435,8 +423,8 @@ func TestSavedQueriesArePortable(t *testing.T) {
 			if strings.Contains(body, "confirmation") && !strings.Contains(body, "coalesce(confirmation, '')") {
 				t.Error("confirmation read without coalesce(confirmation, '')")
 			}
-			if !strings.Contains(body, eventType+" = 'tool_call'") {
-				t.Error("every saved query is about tool calls: it must filter coalesce(event_type, 'tool_call') = 'tool_call'")
+			if !strings.Contains(body, eventType+" = 'tool_call'") && !strings.Contains(body, eventType+" = 'authorization'") {
+				t.Error("every saved query is about tool calls or about authorization events: it must filter coalesce(event_type, 'tool_call') = 'tool_call' (or 'authorization')")
 			}
 			// timestamp is a reserved word in Trino: the column must be quoted.
 			if regexp.MustCompile(`(?i)[^"']\btimestamp\b[^"']`).MatchString(strings.ReplaceAll(body, `"timestamp"`, "")) {

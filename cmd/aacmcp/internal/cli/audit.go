@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,13 +16,15 @@ import (
 
 func newAuditCmd(g *globals) *cobra.Command {
 	return newGroup("audit", "Query and follow the audit log under --data",
-		newAuditQueryCmd(g), newAuditTailCmd(g), newAuditCompactCmd(g), newAuditVerifyCmd(g))
+		newAuditQueryCmd(g), newAuditTailCmd(g), newAuditCompactCmd(g), newAuditVerifyCmd(g),
+		newAuditReportCmd(g), newAuditExportCmd(g), newAuditAthenaLocalCmd(g))
 }
 
 func newAuditQueryCmd(g *globals) *cobra.Command {
 	var (
 		sqlText, saved string
 		list, asJSON   bool
+		params         []string
 	)
 	c := &cobra.Command{
 		Use:   `query (--sql "SELECT ..." | --saved NAME | --list)`,
@@ -53,7 +56,9 @@ cardinality, ...) are provided as DuckDB macros. Extensions are never downloaded
 				if err != nil {
 					return &usageError{err: fmt.Errorf("--saved: %w", err)}
 				}
-				sqlText = q.SQL
+				if sqlText, err = bindSaved(q, params, time.Now()); err != nil {
+					return err
+				}
 			}
 			eng, err := query.Open(g.dataDir)
 			if err != nil {
@@ -85,6 +90,7 @@ cardinality, ...) are provided as DuckDB macros. Extensions are never downloaded
 	c.Flags().StringVar(&sqlText, "sql", "", "the SQL statement to run")
 	c.Flags().StringVar(&saved, "saved", "", "run a saved query by name (see --list)")
 	c.Flags().BoolVar(&list, "list", false, "list the saved queries")
+	c.Flags().StringArrayVar(&params, "param", nil, "a parameter of a saved report query, as a SQL literal, in order (default: the last 7 days, every workspace)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array of objects keyed by column")
 	return c
 }

@@ -1,0 +1,33 @@
+-- Denied tool calls of a period by reason, token and OAuth client (client_id '' for personal tokens and for requests whose token was refused).
+-- Runs unchanged on Athena (Trino) and on DuckDB (`aacmcp audit report`).
+-- Parameters, in order (Athena ExecutionParameters, bound the same way locally): the
+-- period's start and end as ISO 8601 UTC timestamp literals ('2026-12-01T00:00:00Z'),
+-- start included, end excluded; and a workspace id, '' for every workspace.
+-- audit_log: in Athena, the table of that name in the Glue database the workgroup
+-- queries (columns = events/audit/record.schema.json, partitions dt and hour as
+-- strings); locally, the DuckDB view over <data>/audit. Delivery is at-least-once,
+-- so rows are deduplicated by event_id first. The dt bounds prune partitions.
+-- Tool calls only: authorization events (event_type 'authorization') share the
+-- table; records of version 1.0 have no event_type (NULL) and are tool calls.
+-- A question put to a person (reason human_confirmation_required with confirmation
+-- elicited) refuses nothing and is left out, as in denied_by_reason_24h; the same
+-- reason for a client that cannot ask (confirmation flag) is a refusal and counts.
+-- Records before 1.3 have no confirmation (NULL); 1.0 records no client_id (NULL,
+-- counted as '').
+WITH params AS (
+    SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace
+),
+denied AS (
+    SELECT DISTINCT event_id, reason, token_id, coalesce(client_id, '') AS client_id
+    FROM audit_log CROSS JOIN params p
+    WHERE dt BETWEEN date_format(p.t_from, '%Y-%m-%d') AND date_format(p.t_to, '%Y-%m-%d')
+      AND from_iso8601_timestamp("timestamp") >= p.t_from AND from_iso8601_timestamp("timestamp") < p.t_to
+      AND (p.workspace = '' OR workspace_id = p.workspace)
+      AND outcome = 'denied'
+      AND coalesce(event_type, 'tool_call') = 'tool_call'
+      AND NOT (reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited')
+)
+SELECT reason, token_id, client_id, count(*) AS denied_calls
+FROM denied
+GROUP BY reason, token_id, client_id
+ORDER BY denied_calls DESC, reason, token_id, client_id
