@@ -106,13 +106,14 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	if err != nil || !ok {
 		return nil, apperr.New(apperr.ConfirmationInvalid, "inputResponses carries no answer to the confirmation")
 	}
-	if err := q.Check(ans); err != nil {
-		return nil, apperr.New(apperr.ConfirmationDeclined, "the person did not confirm the delete; nothing was changed")
-	}
-	// Spent before the delete: a retried retry finds the nonce used and is
-	// refused, so one answer deletes at most once.
+	// Spent before the answer is judged, whatever the verdict: a declined or
+	// mistyped answer ends the question (the same state sent again with the right
+	// value is a replay), and an accepted one deletes at most once.
 	if err := g.confirms.ConsumeConfirmationNonce(ctx, p.WorkspaceID, got.Nonce, got.Expires); err != nil {
 		return nil, errorOf(err)
+	}
+	if err := q.Check(ans); err != nil {
+		return nil, apperr.New(apperr.ConfirmationDeclined, "the person did not confirm the delete; nothing was changed")
 	}
 	return nil, nil
 }

@@ -332,3 +332,61 @@ func TestQuestionWithoutRecord(t *testing.T) {
 		t.Fatalf("input required %v, err %v", res.InputRequired, res.Err)
 	}
 }
+
+// TestJudgedAnswerSpendsNonce: an answer the server judges (accepted with the
+// wrong value, declined, cancelled) spends the state's nonce, so the same
+// requestState sent again with the right answer is a replay, confirmation_invalid,
+// and deletes nothing. Each judged answer is recorded as declined.
+func TestJudgedAnswerSpendsNonce(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &gt.MemorySink{}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	for _, policy := range []string{"elicit", "require"} {
+		for _, first := range []struct {
+			name string
+			resp func(is store.Issue) json.RawMessage
+		}{
+			{"wrong key", func(store.Issue) json.RawMessage { return answer("accept", "ACME-999") }},
+			{"decline", func(store.Issue) json.RawMessage { return answer("decline", "") }},
+			{"cancel", func(store.Issue) json.RawMessage { return answer("cancel", "") }},
+		} {
+			t.Run(policy+"/"+first.name, func(t *testing.T) {
+				if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, policy); err != nil {
+					t.Fatal(err)
+				}
+				is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := guard.Request{Principal: admin, Tool: "delete_issue", Args: json.RawMessage(`{"issue_id":"` + is.ID + `","confirm":true}`),
+					Transport: "mcp", CanElicit: true}
+				res := g.Call(ctx, req)
+				if res.InputRequired == nil {
+					t.Fatalf("first call: %v", res.Err)
+				}
+				req.RequestState = res.InputRequired.State
+				req.InputResponses = first.resp(is)
+				sink.Reset()
+				if res := g.Call(ctx, req); res.Err == nil || res.Err.Code != apperr.ConfirmationDeclined {
+					t.Fatalf("judged answer: got %v, want %s", res.Err, apperr.ConfirmationDeclined)
+				}
+				if recs := sink.Records(); len(recs) != 1 || recs[0].Outcome != "denied" || recs[0].Reason != string(apperr.ConfirmationDeclined) {
+					t.Fatalf("judged answer's record: %+v", recs)
+				}
+				req.InputResponses = answer("accept", is.Key)
+				if res := g.Call(ctx, req); res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid {
+					t.Fatalf("replay with the right answer: got %v, want %s", res.Err, apperr.ConfirmationInvalid)
+				}
+				if _, err := w.Store.GetIssue(ctx, gt.WS, is.ID); err != nil {
+					t.Fatalf("the replay deleted the issue: %v", err)
+				}
+			})
+		}
+	}
+}
