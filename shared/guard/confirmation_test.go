@@ -390,3 +390,64 @@ func TestJudgedAnswerSpendsNonce(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmationEveryDestructiveTool: every destructive tool of the catalog is
+// asked about, refused on a wrong answer and run on the right one under elicit and
+// require, from its declaration alone (the guard names no tool). delete_comment's
+// question is checked word for word: the person types "delete", and it names the
+// comment's issue.
+func TestConfirmationEveryDestructiveTool(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: &gt.MemorySink{}, Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	n := 0
+	for _, tool := range w.Catalog.Tools() {
+		if !tool.Annotations.Destructive {
+			continue
+		}
+		n++
+		for _, policy := range []string{"elicit", "require"} {
+			t.Run(tool.Name+"/"+policy, func(t *testing.T) {
+				if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, policy); err != nil {
+					t.Fatal(err)
+				}
+				for _, answerRight := range []bool{false, true} {
+					req := guard.Request{Principal: admin, Tool: tool.Name, Args: w.Args(t, tool.Name), Transport: "mcp", CanElicit: true}
+					first := g.Call(ctx, req)
+					if first.Err != nil || first.InputRequired == nil || first.InputRequired.Question.Expect == "" {
+						t.Fatalf("first call: err %v, input required %+v", first.Err, first.InputRequired)
+					}
+					q := first.InputRequired.Question
+					if tool.Name == "delete_comment" {
+						if q.Expect != "delete" || !strings.HasPrefix(q.Message, `Delete the comment on `+w.Issue.Key+` "doomed"?`) {
+							t.Fatalf("delete_comment's question: %+v", q)
+						}
+					}
+					req.RequestState = first.InputRequired.State
+					req.InputResponses = answer("accept", q.Expect)
+					if !answerRight {
+						req.InputResponses = answer("accept", q.Expect+"x")
+					}
+					res := g.Call(ctx, req)
+					switch {
+					case !answerRight && (res.Err == nil || res.Err.Code != apperr.ConfirmationDeclined):
+						t.Fatalf("wrong answer: %v", res.Err)
+					case answerRight && (res.Err != nil || !strings.Contains(string(res.JSON), `"deleted":true`)):
+						t.Fatalf("right answer: %v, %s", res.Err, res.JSON)
+					}
+					if again := g.Call(ctx, req); again.Err == nil || again.Err.Code != apperr.ConfirmationInvalid {
+						t.Fatalf("replay: %v", again.Err)
+					}
+				}
+			})
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d destructive tools in the catalog", n)
+	}
+}
