@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
