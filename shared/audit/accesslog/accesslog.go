@@ -135,10 +135,8 @@ func (e Entry) Record(tools ToolLookup) (audit.Record, bool) {
 	if ms, err := strconv.ParseInt(strings.TrimSpace(e.ResponseLatency), 10, 64); err == nil && ms >= 0 {
 		r.DurationMS = ms
 	}
-	r.Transport = record.Transport(e.ResourcePath, e.Path)
-	if strings.TrimSpace(e.ResourcePath) == record.ToolsResource {
-		r.Tool = record.Clean(record.ToolFromPath(e.Path))
-	}
+	tool, transport := record.Route(e.ResourcePath, e.Path, nil)
+	r.Tool, r.Transport = record.Clean(tool), transport
 	if t, ok := tools.Lookup(r.Tool); ok && r.Tool != "" {
 		record.Describe(&r, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 	}
