@@ -55,7 +55,7 @@ type Verifier interface {
 	Verify(ctx context.Context, secret string) (auth.Principal, error)
 }
 
-// Rejecter audits a refused request (SinkRejecter does).
+// Rejecter audits a refused request (GuardRejecter does).
 type Rejecter interface {
 	RecordRejected(ctx context.Context, req record.Request, err *apperr.Error)
 }
