@@ -80,11 +80,9 @@ type World struct {
 	Now        time.Time
 }
 
-// NewWorld opens a SQLite store in t.TempDir() and seeds it. The store is closed
-// by t.Cleanup.
+// NewWorld builds an in-memory store and seeds it (Seed).
 func NewWorld(t testing.TB) *World {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
 	st := memory.New()
 	outbox, err := autopilot.NewOutbox(filepath.Join(dir, "outbox.jsonl"))
@@ -95,13 +93,23 @@ func NewWorld(t testing.TB) *World {
 
 	now := time.Now().UTC()
 	w := &World{Store: st, Catalog: catalog.New(catalog.Deps{Dispatcher: outbox}), Now: now}
+	w.Issue, w.Comment, w.OtherIssue = Seed(t, st, now)
+	return w
+}
+
+// Seed seeds any store as NewWorld seeds its own: the workspaces WS and OtherWS, the
+// members and roles above, Agent, an issue of WS by Member with one comment by
+// Member, and an issue of OtherWS.
+func Seed(t testing.TB, st store.Queries, now time.Time) (issue store.Issue, comment store.Comment, other store.Issue) {
+	t.Helper()
+	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("seed: %v", err)
 		}
 	}
-	_, err = st.CreateWorkspace(ctx, store.Workspace{ID: WS, Key: "ACME", Name: "Acme", CreatedAt: now})
+	_, err := st.CreateWorkspace(ctx, store.Workspace{ID: WS, Key: "ACME", Name: "Acme", CreatedAt: now})
 	must(err)
 	_, err = st.CreateWorkspace(ctx, store.Workspace{ID: OtherWS, Key: "OTH", Name: "Other", CreatedAt: now})
 	must(err)
@@ -116,13 +124,13 @@ func NewWorld(t testing.TB) *World {
 	must(err)
 	_, err = st.CreateAgent(ctx, store.Agent{WorkspaceID: WS, ID: Agent, Name: "Agent One", CreatedAt: now})
 	must(err)
-	w.Issue, err = st.CreateIssue(ctx, WS, store.NewIssue{Title: "First", Description: "seeded", Status: "open", Priority: "medium", Labels: []string{"seed"}, CreatedBy: Member, CreatedAt: now})
+	issue, err = st.CreateIssue(ctx, WS, store.NewIssue{Title: "First", Description: "seeded", Status: "open", Priority: "medium", Labels: []string{"seed"}, CreatedBy: Member, CreatedAt: now})
 	must(err)
-	w.Comment, err = st.CreateComment(ctx, WS, w.Issue.ID, store.NewComment{Author: Member, Body: "hello", CreatedAt: now})
+	comment, err = st.CreateComment(ctx, WS, issue.ID, store.NewComment{Author: Member, Body: "hello", CreatedAt: now})
 	must(err)
-	w.OtherIssue, err = st.CreateIssue(ctx, OtherWS, store.NewIssue{Title: "Theirs", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Outsider, CreatedAt: now})
+	other, err = st.CreateIssue(ctx, OtherWS, store.NewIssue{Title: "Theirs", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Outsider, CreatedAt: now})
 	must(err)
-	return w
+	return issue, comment, other
 }
 
 // Principal is a principal of user in ws holding scopes (no token behind it).
@@ -154,7 +162,14 @@ func (w *World) Token(t testing.TB, ws, user string, scopes ...string) string {
 // key), so that an update changes something.
 func (w *World) Args(t testing.TB, tool string) json.RawMessage {
 	t.Helper()
-	tl, ok := w.Catalog.Lookup(tool)
+	return ArgsOn(t, w.Catalog, w.Store, w.Issue, w.Comment, tool)
+}
+
+// ArgsOn is World.Args on any store seeded by Seed, issue and comment being the
+// seeded ones.
+func ArgsOn(t testing.TB, cat *catalog.Catalog, st store.Queries, issue store.Issue, comment store.Comment, tool string) json.RawMessage {
+	t.Helper()
+	tl, ok := cat.Lookup(tool)
 	if !ok {
 		t.Fatalf("guardtest.Args: no tool %q in the catalog", tool)
 	}
@@ -187,17 +202,17 @@ func (w *World) Args(t testing.TB, tool string) json.RawMessage {
 		prop := sch.Properties[name]
 		switch {
 		case name == "issue_id" && tl.Annotations.ReadOnly:
-			v[name] = w.Issue.ID
+			v[name] = issue.ID
 		case name == "issue_id":
-			is, err := w.Store.CreateIssue(ctx, WS, store.NewIssue{Title: "Fresh", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Member, CreatedAt: time.Now().UTC()})
+			is, err := st.CreateIssue(ctx, WS, store.NewIssue{Title: "Fresh", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Member, CreatedAt: time.Now().UTC()})
 			if err != nil {
 				t.Fatalf("fresh issue: %v", err)
 			}
 			v[name] = is.ID
 		case name == "comment_id" && tl.Annotations.ReadOnly:
-			v[name] = w.Comment.ID
+			v[name] = comment.ID
 		case name == "comment_id":
-			c, err := w.Store.CreateComment(ctx, WS, w.Issue.ID, store.NewComment{Author: Member, Body: "doomed", CreatedAt: time.Now().UTC()})
+			c, err := st.CreateComment(ctx, WS, issue.ID, store.NewComment{Author: Member, Body: "doomed", CreatedAt: time.Now().UTC()})
 			if err != nil {
 				t.Fatalf("fresh comment: %v", err)
 			}
