@@ -92,6 +92,8 @@ type Tool struct {
 	// ResourceArg names the argument that holds the issue or comment id the call
 	// targets, for audit (ResourceID); "" for a tool that targets none.
 	ResourceArg string
+	// Confirm is what confirming a call means: set iff Annotations.Destructive.
+	Confirm *Confirmation
 	// Args is a zero value of the struct the handler's arguments are decoded into (reads
 	// and writes set it from the handler's type). A test over every tool checks
 	// InputSchema against it (each property a field of the same JSON type, required

@@ -443,3 +443,31 @@ func schemaRequired(t *testing.T, raw json.RawMessage) []string {
 func decodeInstance(b []byte) (any, error) {
 	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
 }
+
+// TestDestructiveToolsDeclareConfirmation: the guard's preview, question and seal
+// read a destructive tool's Confirm, so every destructive tool declares one, with
+// a loader, a read scope that exists, and an argument that names the item; no other
+// tool declares one.
+func TestDestructiveToolsDeclareConfirmation(t *testing.T) {
+	for _, tool := range New(Deps{}).Tools() {
+		cf := tool.Confirm
+		if !tool.Annotations.Destructive {
+			if cf != nil {
+				t.Errorf("%s: declares a confirmation but is not destructive", tool.Name)
+			}
+			continue
+		}
+		switch {
+		case cf == nil:
+			t.Errorf("%s: destructive without a confirmation", tool.Name)
+		case cf.Load == nil:
+			t.Errorf("%s: confirmation without Load", tool.Name)
+		case !slices.Contains(auth.AllScopes, cf.ReadScope):
+			t.Errorf("%s: read scope %q is no scope", tool.Name, cf.ReadScope)
+		case cf.ParentScope != "" && !slices.Contains(auth.AllScopes, cf.ParentScope):
+			t.Errorf("%s: parent scope %q is no scope", tool.Name, cf.ParentScope)
+		case tool.ResourceArg == "":
+			t.Errorf("%s: no ResourceArg names the item to load", tool.Name)
+		}
+	}
+}

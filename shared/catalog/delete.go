@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -20,6 +21,15 @@ func deleteIssueTool(Deps) Tool {
 		deletedID: "UUID of the deleted issue.",
 		denied:    "only a workspace admin or the issue's creator can delete it",
 		delete:    store.Queries.DeleteIssue,
+		confirm: Confirmation{ReadScope: "issues:read", Typed: TypeKey,
+			Load: func(ctx context.Context, r store.Reader, ws, id string, _ bool) (Target, error) {
+				is, err := r.GetIssue(ctx, ws, id)
+				if err != nil {
+					return Target{}, err
+				}
+				return Target{Kind: "issue", ID: is.ID, Key: is.Key, Title: is.Title, Comments: &is.CommentCount,
+					Owner: is.CreatedBy, Version: strconv.FormatInt(is.Version, 10)}, nil
+			}},
 	}.tool(Tool{
 		Name:  "delete_issue",
 		Title: "Delete issue",
@@ -47,6 +57,23 @@ func deleteCommentTool(Deps) Tool {
 		deletedID: "Id of the deleted comment.",
 		denied:    "only a workspace admin or the comment's author can delete it",
 		delete:    store.Queries.DeleteComment,
+		// A comment has no key of its own: the person types a word, and the
+		// question names the comment's issue, which is issue data.
+		confirm: Confirmation{ReadScope: "comments:read", ParentScope: "issues:read", Typed: TypeWord("delete"),
+			Load: func(ctx context.Context, r store.Reader, ws, id string, parent bool) (Target, error) {
+				cm, err := r.GetComment(ctx, ws, id)
+				if err != nil {
+					return Target{}, err
+				}
+				// Comments are never edited, so their id is their version.
+				tg := Target{Kind: "comment", ID: cm.ID, Title: cm.Body, Owner: cm.Author, Version: cm.ID}
+				if parent {
+					if is, err := r.GetIssue(ctx, ws, cm.IssueID); err == nil {
+						tg.Parent = is.Key
+					}
+				}
+				return tg, nil
+			}},
 	}.tool(Tool{
 		Name:  "delete_comment",
 		Title: "Delete comment",
@@ -70,14 +97,15 @@ func (a deleteCommentArgs) target() string { return a.CommentID }
 
 // deletion is what a delete tool states of its own: the schema of the argument that
 // names the item (the tool's ResourceArg), the description of the id the result
-// gives back, mayDelete's refusal, and the store's delete. The rest is the same for
-// every delete tool, so tool supplies it. A is the tool's argument struct; its target
-// method returns the id argument.
+// gives back, mayDelete's refusal, the store's delete and what confirming it means
+// (Tool.Confirm). The rest is the same for every delete tool, so tool supplies it. A
+// is the tool's argument struct; its target method returns the id argument.
 type deletion[A interface{ target() string }] struct {
 	idProp    string
 	deletedID string
 	denied    string
 	delete    func(q store.Queries, ctx context.Context, ws, id string, allow store.DeleteCheck) (store.DeleteResult, error)
+	confirm   Confirmation
 }
 
 // tool completes t (name, title, description, scopes, ResourceArg) as a delete tool:
@@ -87,6 +115,7 @@ type deletion[A interface{ target() string }] struct {
 // applies in the delete itself.
 func (d deletion[A]) tool(t Tool) Tool {
 	t.Annotations = Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: false}
+	t.Confirm = &d.confirm
 	t.InputSchema = input([]string{t.ResourceArg, "confirm"}, d.idProp, confirmProp)
 	t.OutputSchema = output([]string{"deleted", t.ResourceArg}, `"deleted": {"type": "boolean", "const": true}`,
 		`"`+t.ResourceArg+`": {"type": "string", "description": "`+d.deletedID+`"}`)

@@ -140,7 +140,8 @@ func TestLocalKeyring(t *testing.T) {
 }
 
 func TestAsk(t *testing.T) {
-	q, err := Ask(Item{Kind: "issue", Key: "AAC-42", Title: "Login fails on Safari", Comments: 3})
+	three := int64(3)
+	q, err := Ask(Item{Kind: "issue", Key: "AAC-42", Title: "Login fails on Safari", Comments: &three, Expect: "AAC-42"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +164,16 @@ func TestAsk(t *testing.T) {
 			t.Errorf("Check(%+v) = %v, want %v", tt.a, err, tt.want)
 		}
 	}
-	c, err := Ask(Item{Kind: "comment", Key: "AAC-42", Title: "see\x1b[31m\u202e log"})
+	c, err := Ask(Item{Kind: "comment", Parent: "AAC-42", Title: "see\x1b[31m\u202e log", Expect: "delete"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Expect != "delete" || strings.ContainsAny(c.Message, "\x1b\u202e") {
+	if c.Expect != "delete" || strings.ContainsAny(c.Message, "\x1b\u202e") ||
+		!strings.HasPrefix(c.Message, "Delete the comment on AAC-42 ") {
 		t.Fatalf("comment question %+v", c)
 	}
-	if _, err := Ask(Item{Kind: "workspace"}); err == nil {
-		t.Fatal("unknown kind accepted")
+	if _, err := Ask(Item{Kind: "issue", Title: "no key to type"}); err == nil {
+		t.Fatal("a question with nothing to type accepted")
 	}
 }
 

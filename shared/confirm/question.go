@@ -30,16 +30,24 @@ const ElicitationID = "confirm"
 // Field is the one property of the requested schema the person types into.
 const Field = "confirmation"
 
-// Item describes what a destructive call destroys, for the question.
+// Item describes what a destructive call destroys, for the question. It says
+// nothing of which tool destroys it: the tool's catalog declaration
+// (catalog.Confirmation) fills it in.
 type Item struct {
-	// Kind is "issue" or "comment".
+	// Kind is the noun a person knows the item by: "issue", "comment".
 	Kind string
-	// Key is the issue key (AAC-42), or for a comment the key of its issue.
+	// Key is the item's own key (AAC-42); "" for an item that has none.
 	Key string
-	// Title is the issue's title or the start of the comment's body.
+	// Parent is the key of the item it belongs to (a comment's issue); "" for none.
+	Parent string
+	// Title is the item's title, or the start of its text.
 	Title string
-	// Comments is an issue's comment count.
-	Comments int
+	// Comments is how many comments are destroyed with it; nil for a kind that
+	// has none.
+	Comments *int64
+	// Expect is what the person types: the key for an item whose key names it,
+	// otherwise a word ("delete"), since a comment has no name a person knows.
+	Expect string
 }
 
 // Question is the elicitation put to the person and what they must type.
@@ -51,50 +59,42 @@ type Question struct {
 	Expect string
 }
 
-// Ask builds the question for an item. The typed value is the issue key for an
-// issue and the word "delete" for a comment: a person who types the key has read
-// which issue it is, which a single Accept button does not prove.
+// Ask builds the question for an item. A person who types the key has read which
+// item it is, which a single Accept button does not prove.
 func Ask(it Item) (Question, error) {
 	title := Plain(it.Title, MaxTitleRunes)
 	key := Plain(it.Key, 32)
-	var msg, expect, desc string
-	switch it.Kind {
-	case "issue":
-		if key == "" {
-			return Question{}, errors.New("confirm: an issue question needs the issue key")
-		}
-		msg = fmt.Sprintf("Delete issue %s %s", key, strconv.Quote(title))
-		switch it.Comments {
+	expect := Plain(it.Expect, 32)
+	if it.Kind == "" || expect == "" {
+		return Question{}, fmt.Errorf("confirm: a question needs the item's kind and the value to type, got %q and %q", it.Kind, it.Expect)
+	}
+	msg := "Delete the " + it.Kind
+	if key != "" {
+		msg = "Delete " + it.Kind + " " + key
+	}
+	if parent := Plain(it.Parent, 32); parent != "" {
+		msg += " on " + parent
+	}
+	if title != "" {
+		msg += " " + strconv.Quote(title)
+	}
+	if it.Comments != nil {
+		switch n := *it.Comments; n {
 		case 0:
 		case 1:
 			msg += " and its 1 comment"
 		default:
-			msg += fmt.Sprintf(" and its %d comments", it.Comments)
+			msg += fmt.Sprintf(" and its %d comments", n)
 		}
-		msg += "? This cannot be undone."
-		expect = key
-		desc = "Type " + key + " to confirm"
-	case "comment":
-		msg = "Delete the comment"
-		if key != "" {
-			msg += " on " + key
-		}
-		if title != "" {
-			msg += " " + strconv.Quote(title)
-		}
-		msg += "? This cannot be undone."
-		expect = "delete"
-		desc = "Type delete to confirm"
-	default:
-		return Question{}, fmt.Errorf("confirm: no question for kind %q", it.Kind)
 	}
+	msg += "? This cannot be undone."
 	return Question{
 		Message: msg,
 		Expect:  expect,
 		Schema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				Field: map[string]any{"type": "string", "title": "Confirmation", "description": desc},
+				Field: map[string]any{"type": "string", "title": "Confirmation", "description": "Type " + expect + " to confirm"},
 			},
 			"required": []string{Field},
 		},

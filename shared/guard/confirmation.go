@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
@@ -64,7 +63,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 			return nil, errConfirmationInvalid()
 		}
 	}
-	item, version, owner, aerr := g.confirmItem(ctx, p, t, a)
+	tg, aerr := g.confirmTarget(ctx, p, t, a)
 	switch {
 	case aerr != nil && aerr.Code == apperr.NotFound && c.req.RequestState != "":
 		return nil, errConfirmationInvalid()
@@ -72,7 +71,7 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		return nil, nil
 	case aerr != nil:
 		return nil, aerr
-	case !catalog.MayDelete(roleOf(), p.UserID, owner):
+	case !catalog.MayDelete(roleOf(), p.UserID, tg.Owner):
 		return nil, nil
 	}
 	// The person is asked now, or their answer judged: whatever the verdict,
@@ -84,9 +83,9 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		Principal:   p.TokenID,
 		Tool:        t.Name,
 		ArgsDigest:  a.digestWithout(confirmArg),
-		ItemVersion: version,
+		ItemVersion: tg.Version,
 	}
-	q, err := confirm.Ask(item)
+	q, err := confirm.Ask(t.Confirm.Item(tg))
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
@@ -106,13 +105,14 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	if err != nil || !ok {
 		return nil, apperr.New(apperr.ConfirmationInvalid, "inputResponses carries no answer to the confirmation")
 	}
-	if err := q.Check(ans); err != nil {
-		return nil, apperr.New(apperr.ConfirmationDeclined, "the person did not confirm the delete; nothing was changed")
-	}
-	// Spent before the delete: a retried retry finds the nonce used and is
-	// refused, so one answer deletes at most once.
+	// Spent before the answer is judged, whatever the verdict: a declined or
+	// mistyped answer ends the question (the same state sent again with the right
+	// value is a replay), and an accepted one deletes at most once.
 	if err := g.confirms.ConsumeConfirmationNonce(ctx, p.WorkspaceID, got.Nonce, got.Expires); err != nil {
 		return nil, errorOf(err)
+	}
+	if err := q.Check(ans); err != nil {
+		return nil, apperr.New(apperr.ConfirmationDeclined, "the person did not confirm the delete; nothing was changed")
 	}
 	return nil, nil
 }
@@ -145,30 +145,19 @@ func (g *Guard) DestructiveConfirmation(ctx context.Context, ws string) (confirm
 // its retry both carry it, and it says nothing about what is deleted.
 const confirmArg = "confirm"
 
-// confirmItem reads what the call would delete, for the question, the seal's item
-// version and the owner the delete tools' permission rule judges.
-func (g *Guard) confirmItem(ctx context.Context, p auth.Principal, t catalog.Tool, a *args) (item confirm.Item, version, owner string, _ *apperr.Error) {
-	switch t.Name {
-	case "delete_issue":
-		is, err := g.store.GetIssue(ctx, p.WorkspaceID, a.stringArg("issue_id"))
-		if err != nil {
-			return confirm.Item{}, "", "", errorOf(err)
-		}
-		return confirm.Item{Kind: "issue", Key: is.Key, Title: is.Title, Comments: int(is.CommentCount)},
-			strconv.FormatInt(is.Version, 10), is.CreatedBy, nil
-	case "delete_comment":
-		cm, err := g.store.GetComment(ctx, p.WorkspaceID, a.stringArg("comment_id"))
-		if err != nil {
-			return confirm.Item{}, "", "", errorOf(err)
-		}
-		key := ""
-		if is, err := g.store.GetIssue(ctx, p.WorkspaceID, cm.IssueID); err == nil {
-			key = is.Key
-		}
-		// Comments are never edited, so their id is their version.
-		return confirm.Item{Kind: "comment", Key: key, Title: cm.Body}, cm.ID, cm.Author, nil
+// confirmTarget reads what the call would delete, by the tool's declaration
+// (catalog.Confirmation), for the question, the seal's item version and the owner
+// the delete tools' permission rule judges. The person is shown the item's
+// parent whatever the token's scopes: the question goes to them, not the model.
+func (g *Guard) confirmTarget(ctx context.Context, p auth.Principal, t catalog.Tool, a *args) (catalog.Target, *apperr.Error) {
+	if t.Confirm == nil {
+		return catalog.Target{}, apperr.Internal(errors.New("destructive tool " + t.Name + " declares no confirmation"))
 	}
-	return confirm.Item{}, "", "", apperr.Internal(errors.New("no confirmation question for destructive tool " + t.Name))
+	tg, err := t.Confirm.Load(ctx, g.store, p.WorkspaceID, a.stringArg(t.ResourceArg), true)
+	if err != nil {
+		return catalog.Target{}, errorOf(err)
+	}
+	return tg, nil
 }
 
 // errUnconfirmed is the refusal of a destructive call without confirm: true, the
@@ -197,16 +186,8 @@ func (g *Guard) unconfirmed(ctx context.Context, c *call, p auth.Principal, t ca
 // refusal is then exactly what it was before previews existed, so its bytes say
 // nothing about why.
 func (g *Guard) preview(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) *apperr.Preview {
-	var readScope string
-	switch t.Name {
-	case "delete_issue":
-		readScope = "issues:read"
-	case "delete_comment":
-		readScope = "comments:read"
-	default:
-		return nil
-	}
-	if a.obj == nil || !p.Has(readScope) {
+	cf := t.Confirm
+	if cf == nil || a.obj == nil || !p.Has(cf.ReadScope) {
 		return nil
 	}
 	if g.limiter != nil {
@@ -219,35 +200,18 @@ func (g *Guard) preview(ctx context.Context, c *call, p auth.Principal, t catalo
 	if aerr != nil {
 		return nil
 	}
-	ws := p.WorkspaceID
-	switch t.Name {
-	case "delete_issue":
-		ref := a.stringArg("issue_id")
-		if ref == "" {
-			return nil
-		}
-		is, err := g.store.GetIssue(ctx, ws, ref)
-		if err != nil || !catalog.MayDelete(role, p.UserID, is.CreatedBy) {
-			return nil
-		}
-		n := is.CommentCount
-		return &apperr.Preview{Kind: "issue", ID: is.ID, Key: is.Key, Title: confirm.Plain(is.Title, confirm.MaxTitleRunes), CommentCount: &n}
-	default: // delete_comment
-		ref := a.stringArg("comment_id")
-		if ref == "" {
-			return nil
-		}
-		cm, err := g.store.GetComment(ctx, ws, ref)
-		if err != nil || !catalog.MayDelete(role, p.UserID, cm.Author) {
-			return nil
-		}
-		pv := &apperr.Preview{Kind: "comment", ID: cm.ID, Title: confirm.Plain(cm.Body, confirm.MaxTitleRunes)}
-		// The issue's key is issue data: shown to a caller who may read issues.
-		if p.Has("issues:read") {
-			if is, err := g.store.GetIssue(ctx, ws, cm.IssueID); err == nil {
-				pv.Key = is.Key
-			}
-		}
-		return pv
+	ref := a.stringArg(t.ResourceArg)
+	if ref == "" {
+		return nil
 	}
+	tg, err := cf.Load(ctx, g.store, p.WorkspaceID, ref, cf.ParentScope != "" && p.Has(cf.ParentScope))
+	if err != nil || !catalog.MayDelete(role, p.UserID, tg.Owner) {
+		return nil
+	}
+	pv := &apperr.Preview{Kind: tg.Kind, ID: tg.ID, Key: tg.Key, Title: confirm.Plain(tg.Title, confirm.MaxTitleRunes), CommentCount: tg.Comments}
+	if pv.Key == "" {
+		// An item without a key of its own is named by its parent's.
+		pv.Key = tg.Parent
+	}
+	return pv
 }

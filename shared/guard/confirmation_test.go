@@ -332,3 +332,122 @@ func TestQuestionWithoutRecord(t *testing.T) {
 		t.Fatalf("input required %v, err %v", res.InputRequired, res.Err)
 	}
 }
+
+// TestJudgedAnswerSpendsNonce: an answer the server judges (accepted with the
+// wrong value, declined, cancelled) spends the state's nonce, so the same
+// requestState sent again with the right answer is a replay, confirmation_invalid,
+// and deletes nothing. Each judged answer is recorded as declined.
+func TestJudgedAnswerSpendsNonce(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &gt.MemorySink{}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: sink, Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	for _, policy := range []string{"elicit", "require"} {
+		for _, first := range []struct {
+			name string
+			resp func(is store.Issue) json.RawMessage
+		}{
+			{"wrong key", func(store.Issue) json.RawMessage { return answer("accept", "ACME-999") }},
+			{"decline", func(store.Issue) json.RawMessage { return answer("decline", "") }},
+			{"cancel", func(store.Issue) json.RawMessage { return answer("cancel", "") }},
+		} {
+			t.Run(policy+"/"+first.name, func(t *testing.T) {
+				if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, policy); err != nil {
+					t.Fatal(err)
+				}
+				is, err := w.Store.CreateIssue(ctx, gt.WS, store.NewIssue{Title: "Doomed", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: gt.Member, CreatedAt: w.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := guard.Request{Principal: admin, Tool: "delete_issue", Args: json.RawMessage(`{"issue_id":"` + is.ID + `","confirm":true}`),
+					Transport: "mcp", CanElicit: true}
+				res := g.Call(ctx, req)
+				if res.InputRequired == nil {
+					t.Fatalf("first call: %v", res.Err)
+				}
+				req.RequestState = res.InputRequired.State
+				req.InputResponses = first.resp(is)
+				sink.Reset()
+				if res := g.Call(ctx, req); res.Err == nil || res.Err.Code != apperr.ConfirmationDeclined {
+					t.Fatalf("judged answer: got %v, want %s", res.Err, apperr.ConfirmationDeclined)
+				}
+				if recs := sink.Records(); len(recs) != 1 || recs[0].Outcome != "denied" || recs[0].Reason != string(apperr.ConfirmationDeclined) {
+					t.Fatalf("judged answer's record: %+v", recs)
+				}
+				req.InputResponses = answer("accept", is.Key)
+				if res := g.Call(ctx, req); res.Err == nil || res.Err.Code != apperr.ConfirmationInvalid {
+					t.Fatalf("replay with the right answer: got %v, want %s", res.Err, apperr.ConfirmationInvalid)
+				}
+				if _, err := w.Store.GetIssue(ctx, gt.WS, is.ID); err != nil {
+					t.Fatalf("the replay deleted the issue: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestConfirmationEveryDestructiveTool: every destructive tool of the catalog is
+// asked about, refused on a wrong answer and run on the right one under elicit and
+// require, from its declaration alone (the guard names no tool). delete_comment's
+// question is checked word for word: the person types "delete", and it names the
+// comment's issue.
+func TestConfirmationEveryDestructiveTool(t *testing.T) {
+	ctx := context.Background()
+	w := gt.NewWorld(t)
+	keys, err := confirm.EphemeralKeyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard.New(guard.Config{Catalog: w.Catalog, Store: w.Store, Audit: &gt.MemorySink{}, Confirmations: w.Store, Keyring: keys})
+	admin := gt.Principal(gt.WS, gt.Admin, auth.AllScopes...)
+	n := 0
+	for _, tool := range w.Catalog.Tools() {
+		if !tool.Annotations.Destructive {
+			continue
+		}
+		n++
+		for _, policy := range []string{"elicit", "require"} {
+			t.Run(tool.Name+"/"+policy, func(t *testing.T) {
+				if err := w.Store.SetDestructiveConfirmation(ctx, gt.WS, policy); err != nil {
+					t.Fatal(err)
+				}
+				for _, answerRight := range []bool{false, true} {
+					req := guard.Request{Principal: admin, Tool: tool.Name, Args: w.Args(t, tool.Name), Transport: "mcp", CanElicit: true}
+					first := g.Call(ctx, req)
+					if first.Err != nil || first.InputRequired == nil || first.InputRequired.Question.Expect == "" {
+						t.Fatalf("first call: err %v, input required %+v", first.Err, first.InputRequired)
+					}
+					q := first.InputRequired.Question
+					if tool.Name == "delete_comment" {
+						if q.Expect != "delete" || !strings.HasPrefix(q.Message, `Delete the comment on `+w.Issue.Key+` "doomed"?`) {
+							t.Fatalf("delete_comment's question: %+v", q)
+						}
+					}
+					req.RequestState = first.InputRequired.State
+					req.InputResponses = answer("accept", q.Expect)
+					if !answerRight {
+						req.InputResponses = answer("accept", q.Expect+"x")
+					}
+					res := g.Call(ctx, req)
+					switch {
+					case !answerRight && (res.Err == nil || res.Err.Code != apperr.ConfirmationDeclined):
+						t.Fatalf("wrong answer: %v", res.Err)
+					case answerRight && (res.Err != nil || !strings.Contains(string(res.JSON), `"deleted":true`)):
+						t.Fatalf("right answer: %v, %s", res.Err, res.JSON)
+					}
+					if again := g.Call(ctx, req); again.Err == nil || again.Err.Code != apperr.ConfirmationInvalid {
+						t.Fatalf("replay: %v", again.Err)
+					}
+				}
+			})
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d destructive tools in the catalog", n)
+	}
+}

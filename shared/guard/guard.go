@@ -329,11 +329,7 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	if err := g.validate(t, a); err != nil {
 		return Result{Err: err}
 	}
-	key := ""
-	if t.AcceptsIdempotencyKey() {
-		key = a.stringArg(idempotencyKeyArg)
-		record.SetIdempotencyKey(&c.rec, g.digest, key)
-	}
+	key := g.idempotencyKey(c, t, a)
 	if t.Annotations.ReadOnly && key == "" {
 		return g.invokeRead(ctx, c, *p, t, a)
 	}
@@ -352,6 +348,17 @@ func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	}
 	tc := catalog.Call{Principal: *p, Role: catalog.KnownRole(role), Args: a.raw, Now: c.now, IdempotencyKey: key}
 	return g.runTool(ctx, c, tc)
+}
+
+// idempotencyKey is the call's idempotency key, "" for a tool that takes none, and
+// records its HMAC: the step after validation in both orders (run, runOverlapped).
+func (g *Guard) idempotencyKey(c *call, t catalog.Tool, a *args) string {
+	if !t.AcceptsIdempotencyKey() {
+		return ""
+	}
+	key := a.stringArg(idempotencyKeyArg)
+	record.SetIdempotencyKey(&c.rec, g.digest, key)
+	return key
 }
 
 // runTool runs the handler once the pipeline has admitted the call (or, on a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
-	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -82,11 +81,7 @@ func (g *Guard) runOverlapped(ctx context.Context, c *call, p auth.Principal, t 
 	if err := g.validate(t, a); err != nil {
 		return Result{Err: first(limit, &check{done: closed, err: err})}
 	}
-	key := ""
-	if t.AcceptsIdempotencyKey() {
-		key = a.stringArg(idempotencyKeyArg)
-		record.SetIdempotencyKey(&c.rec, g.digest, key)
-	}
+	key := g.idempotencyKey(c, t, a)
 	var role store.Role // set by member, read only after member.wait
 	member := g.goCheck("the member check", func() *apperr.Error {
 		var err *apperr.Error

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	gt "github.com/aacworkflow/aacmcp/shared/guard/guardtest"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
@@ -218,4 +219,17 @@ func compact(t testing.TB, b []byte) string {
 		t.Fatalf("compact %q: %v", b, err)
 	}
 	return buf.String()
+}
+
+// toolsHolding names, in catalog order, the tools a token of scopes may call (an
+// admin's token: the role allows every tool), which is what tools/list gives it.
+func toolsHolding(cat *catalog.Catalog, scopes ...string) []string {
+	p := auth.Principal{Scopes: scopes}
+	var names []string
+	for _, t := range cat.Tools() {
+		if p.Has(t.Scopes...) {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }

@@ -24,9 +24,6 @@ import (
 // JSON-RPC error codes. The -320xx server range carries the HTTP-level refusals.
 const (
 	rpcInvalidRequest = -32600
-	rpcInvalidParams  = -32602
-	rpcInternalError  = -32603
-	rpcUnauthorized   = -32001
 	rpcForbidden      = -32003
 )
 
@@ -232,9 +229,9 @@ func metaString(meta map[string]json.RawMessage, key string) string {
 }
 
 // serveMCP is POST /mcp. It reads the body once, authenticates, and decides the
-// refusals that must not look like tool results (unknown tool, insufficient
-// scope: HTTP 403 with a challenge) before mcp-go sees the message; everything else
-// goes to mcp-go, whose tool handlers call the guard.
+// protocol refusals before anything runs. A tools/call is answered here, by
+// callTool through the guard; every other method goes to mcp-go, whose tool
+// handlers are never called (errToolsCallDispatched).
 func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
 	if !h.originAllowed(r) {

@@ -31,19 +31,5 @@ type BearerSource struct {
 
 // Principal implements PrincipalSource.
 func (b BearerSource) Principal(r *http.Request) (auth.Principal, error) {
-	if b.JWT == nil {
-		secret, err := auth.ParseBearer(r.Header.Get("Authorization"))
-		if err != nil {
-			return auth.Principal{}, err
-		}
-		return b.Verifier.Verify(r.Context(), secret)
-	}
-	cred, isJWT, err := auth.ParseBearerOrJWT(r.Header.Get("Authorization"))
-	if err != nil {
-		return auth.Principal{}, err
-	}
-	if isJWT {
-		return b.JWT.Verify(r.Context(), cred)
-	}
-	return b.Verifier.Verify(r.Context(), cred)
+	return auth.VerifyBearer(r.Context(), r.Header.Get("Authorization"), b.Verifier, b.JWT)
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/guard"
@@ -262,7 +264,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 
 func tooLarge(w http.ResponseWriter, r *http.Request) {
 	msg := "request body too large"
-	if r.URL.Path == "/mcp" {
+	if transportOf(r) == audit.TransportMCP {
 		writeJSON(w, http.StatusRequestEntityTooLarge, rpcErrorResponse(nil, rpcInvalidRequest, msg, nil))
 		return
 	}
@@ -359,10 +361,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, tool stri
 // baseRequest fills the transport facts of a guard.Request.
 func (h *handler) baseRequest(r *http.Request, tool string, args json.RawMessage) guard.Request {
 	st := stateOf(r.Context())
-	transport := "rest"
-	if r.URL.Path == "/mcp" {
-		transport = "mcp"
-	}
+	transport := transportOf(r)
 	src := hostOnly(r.RemoteAddr)
 	// Header keys in their canonical spelling (mcp.HeaderProtocolVersion is):
 	// Header.Get allocates to canonicalize any other.
@@ -376,6 +375,13 @@ func (h *handler) baseRequest(r *http.Request, tool string, args json.RawMessage
 		UserAgent:       r.Header.Get("User-Agent"),
 		SourceIP:        src,
 	}
+}
+
+// transportOf is the audit transport of a request to this server: the one route
+// reading every record builder shares (record.Route), on the path the mux routed.
+func transportOf(r *http.Request) string {
+	_, transport := record.Route("", r.URL.Path, nil)
+	return transport
 }
 
 // hostOnly is the host of a "host:port" address, and addr itself when it has no

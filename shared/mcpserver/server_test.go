@@ -606,15 +606,19 @@ func TestAuditFailureIs500(t *testing.T) {
 	}
 }
 
-// TestNoPrincipalListsNothing: the tool filter fails closed without a principal.
+// TestGetToolsForViewer: GET /tools lists every tool, and allows a viewer's token
+// the read-only tools its scopes cover.
 func TestGetToolsForViewer(t *testing.T) {
 	s := newServer(t)
 	tok := s.w.Token(t, gt.WS, gt.Viewer, "comments:read")
 	var list mcpserver.ToolList
 	s.do(t, "GET", "/tools", tok, "").json(t, &list)
+	if len(list.Tools) != len(s.w.Catalog.Tools()) {
+		t.Errorf("%d tools listed, the catalog has %d", len(list.Tools), len(s.w.Catalog.Tools()))
+	}
 	for _, ti := range list.Tools {
 		tool, _ := s.w.Catalog.Lookup(ti.Name)
-		if ti.Allowed != (ti.Name == "list_comments") || ti.RequiresConfirm != tool.Annotations.Destructive ||
+		if ti.Allowed != (tool.Annotations.ReadOnly && slices.Equal(tool.Scopes, []string{"comments:read"})) || ti.RequiresConfirm != tool.Annotations.Destructive ||
 			ti.AcceptsIdempotencyKey != tool.AcceptsIdempotencyKey() || len(ti.InputSchema) == 0 || len(ti.OutputSchema) == 0 ||
 			ti.Annotations.ReadOnlyHint != tool.Annotations.ReadOnly {
 			t.Errorf("%+v", ti)

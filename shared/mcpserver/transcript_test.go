@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,19 +28,17 @@ var (
 	reLocal = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 )
 
-// normalize replaces what differs from run to run (ids, times, the port) and the
-// catalog's prose and schemas (checked against the catalog by TestToolDefinitions),
-// so the golden file shows the protocol exchange itself.
+// normalize replaces what differs from run to run (ids, times, the port) and a
+// tools/list result's tools (checked against the catalog by TestToolDefinitions, and
+// their names against the token's scopes by TestGoldenTranscript), so the golden file
+// shows the protocol exchange itself and a new tool does not change it.
 func normalize(v any, key string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
-			switch k {
-			case "description", "inputSchema", "outputSchema":
-				if key == "tools" {
-					x[k] = "<catalog>"
-					continue
-				}
+			if _, list := val.([]any); list && k == "tools" {
+				x[k] = "<catalog>"
+				continue
 			}
 			x[k] = normalize(val, k)
 		}
@@ -78,6 +77,7 @@ func TestGoldenTranscript(t *testing.T) {
 		"read-only": s.w.Token(t, gt.WS, gt.Admin, "issues:read"),
 		"none":      "",
 	}
+	scopes := map[string][]string{"admin": auth.AllScopes, "read-only": {"issues:read"}}
 	steps := []struct{ name, token, body string }{
 		{"initialize", "admin", rpcBody(1, "initialize", map[string]any{"protocolVersion": protocolVersion, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "golden", "version": "1.0"}})},
 		{"initialized notification", "admin", `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
@@ -110,6 +110,20 @@ func TestGoldenTranscript(t *testing.T) {
 			var resp any
 			if err := json.Unmarshal(r.body, &resp); err != nil {
 				t.Fatalf("%s: response is not JSON: %q", st.name, r.body)
+			}
+			var list struct {
+				Result struct {
+					Tools []struct{ Name string } `json:"tools"`
+				} `json:"result"`
+			}
+			if json.Unmarshal(r.body, &list) == nil && list.Result.Tools != nil {
+				var names []string
+				for _, tl := range list.Result.Tools {
+					names = append(names, tl.Name)
+				}
+				if want := toolsHolding(s.w.Catalog, scopes[st.token]...); !slices.Equal(names, want) {
+					t.Errorf("%s: tools %v, want %v", st.name, names, want)
+				}
 			}
 			ex.Response = normalize(resp, "")
 		}

@@ -3,7 +3,6 @@ package oauth
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,14 +17,12 @@ import (
 	"testing"
 	"time"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 	"github.com/aacworkflow/aacmcp/shared/store"
-	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
+	"github.com/aacworkflow/aacmcp/shared/store/memory"
 )
 
 var testEpoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -95,8 +91,7 @@ func (m *memSink) last(action string) (audit.Record, bool) {
 
 type harness struct {
 	t      *testing.T
-	st     *sqlite.Store
-	dbPath string
+	st     *memory.Store
 	clock  *clock
 	sink   *memSink
 	srv    *Server
@@ -108,7 +103,8 @@ type harness struct {
 // option changes the Config; h.issuer is already known when it runs.
 type option func(h *harness, c *Config)
 
-// newHarness serves a Server over a real SQLite store on 127.0.0.1, with the dev
+// newHarness serves a Server over the in-memory store (the OAuth conformance suite
+// holds it to the same contract as SQLite and DynamoDB) on 127.0.0.1, with the dev
 // sign-in, and the workspaces demo (alice admin, bob member) and other (alice).
 func newHarness(t *testing.T, mods ...option) *harness {
 	t.Helper()
@@ -119,13 +115,8 @@ func newHarness(t *testing.T, mods ...option) *harness {
 			t.Errorf("the server wrote an invalid audit record: %v", err)
 		}
 	})
-	h.dbPath = filepath.Join(t.TempDir(), "oauth.db")
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(ctx, h.dbPath, sqlite.WithClock(h.clock.Now), sqlite.WithLogger(quiet))
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := memory.New(memory.WithClock(h.clock.Now))
 	h.st = st
 	for _, ws := range []string{"demo", "other"} {
 		if _, err := st.CreateWorkspace(ctx, store.Workspace{ID: ws, Key: strings.ToUpper(ws[:3]), Name: ws, CreatedAt: testEpoch}); err != nil {
@@ -166,41 +157,9 @@ func newHarness(t *testing.T, mods ...option) *harness {
 	return h
 }
 
-// rows counts the rows of every OAuth table and of the tokens table: what a refused
-// request must leave unchanged.
-func (h *harness) rows() map[string]int {
-	h.t.Helper()
-	db, err := sql.Open("sqlite", h.dbPath+"?mode=ro")
-	if err != nil {
-		h.t.Fatalf("open db: %v", err)
-	}
-	defer db.Close()
-	rs, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'oauth%' OR name = 'tokens')`)
-	if err != nil {
-		h.t.Fatalf("list tables: %v", err)
-	}
-	var names []string
-	for rs.Next() {
-		var n string
-		if err := rs.Scan(&n); err != nil {
-			h.t.Fatal(err)
-		}
-		names = append(names, n)
-	}
-	rs.Close()
-	if len(names) < 2 {
-		h.t.Fatalf("found tables %q: the OAuth tables are missing", names)
-	}
-	out := map[string]int{}
-	for _, n := range names {
-		var c int
-		if err := db.QueryRow(`SELECT count(*) FROM "` + n + `"`).Scan(&c); err != nil {
-			h.t.Fatalf("count %s: %v", n, err)
-		}
-		out[n] = c
-	}
-	return out
-}
+// rows counts the records of every OAuth table and of the tokens table: what a
+// refused request must leave unchanged.
+func (h *harness) rows() map[string]int { return h.st.OAuthRecords() }
 
 // verifier is the verifier the MCP endpoint uses, on the same store and clock.
 func (h *harness) verifier() *auth.Verifier { return &auth.Verifier{Store: h.st, Now: h.clock.Now} }

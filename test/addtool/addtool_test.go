@@ -1,8 +1,9 @@
 // Package addtool follows docs/adding-a-tool.md in a scratch copy of the repository: it
-// adds a tool the spec does not list (get_comment), runs the regeneration commands the
-// page gives, runs the catalog's tests, builds aacmcp, and sees the tool in tools/list,
-// GET /tools, the README tool table and an audit record. It fails when adding a tool
-// touches more than its catalog file, its test and generated files.
+// adds two tools the spec does not list, a read-only one (get_comment) and a
+// destructive one (remove_comment), runs the regeneration commands the page gives,
+// runs the tests of every package that enumerates tools, builds aacmcp, and sees the
+// tools in tools/list, GET /tools, the README tool table and audit records. It fails
+// when adding a tool touches more than its catalog file, its test and generated files.
 package addtool
 
 import (
@@ -26,16 +27,95 @@ import (
 
 func TestMain(m *testing.M) { harness.Main(m) }
 
-const tool = "get_comment"
-
-// The files a developer writes (steps 1 and 3 of docs/adding-a-tool.md).
-var (
-	toolFile = "shared/catalog/" + tool + ".go"
-	testFile = "shared/catalog/" + tool + "_test.go"
-	// The files the page says may change, and nothing else: the two above and what
-	// step 4 regenerates.
-	mayTouch = []string{"README.md", toolFile, testFile, "shared/catalog/testdata/toolsnaps/" + tool + ".json"}
+const (
+	tool        = "get_comment"
+	destructive = "remove_comment"
 )
+
+// The files a developer writes (steps 1 and 3 of docs/adding-a-tool.md), for each tool.
+var (
+	toolFile, testFile = catalogFiles(tool)
+	delFile, delTest   = catalogFiles(destructive)
+	// The files the page says may change, and nothing else: the four above and what
+	// step 4 regenerates.
+	mayTouch = []string{"README.md", toolFile, testFile, delFile, delTest,
+		"shared/catalog/testdata/toolsnaps/" + destructive + ".json",
+		"shared/catalog/testdata/toolsnaps/" + tool + ".json"}
+)
+
+func catalogFiles(name string) (src, test string) {
+	return "shared/catalog/" + name + ".go", "shared/catalog/" + name + "_test.go"
+}
+
+// delSource is a destructive tool: a delete tool (deletion) that declares what
+// confirming it means, so the guard's preview and the elicit and require policies'
+// question work for it with no change outside this file.
+const delSource = `package catalog
+
+import (
+	"context"
+
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func init() {
+	register(115, removeCommentTool) // after delete_comment
+}
+
+func removeCommentTool(Deps) Tool {
+	return deletion[removeCommentArgs]{
+		idProp:    ` + "`" + `"comment_id": {` + "`+commentIDField+`" + `, "description": "Id of the comment."}` + "`" + `,
+		deletedID: "Id of the removed comment.",
+		denied:    "only a workspace admin or the comment's author can remove it",
+		delete:    store.Queries.DeleteComment,
+		confirm: Confirmation{ReadScope: "comments:read", Typed: TypeWord("remove"),
+			Load: func(ctx context.Context, r store.Reader, ws, id string, _ bool) (Target, error) {
+				cm, err := r.GetComment(ctx, ws, id)
+				if err != nil {
+					return Target{}, err
+				}
+				return Target{Kind: "comment", ID: cm.ID, Title: cm.Body, Owner: cm.Author, Version: cm.ID}, nil
+			}},
+	}.tool(Tool{
+		Name:  "remove_comment",
+		Title: "Remove comment",
+		Description: prose(` + "`" + `
+			Permanently remove one comment. Destructive: ask the user to confirm first
+			and pass confirm: true only after they agree.` + "`" + `),
+		Scopes:      []string{"comments:write"},
+		ResourceArg: "comment_id",
+	})
+}
+
+type removeCommentArgs struct {
+	CommentID string ` + "`json:\"comment_id\"`" + `
+	Confirm   bool   ` + "`json:\"confirm\"`" + `
+}
+
+func (a removeCommentArgs) target() string { return a.CommentID }
+`
+
+const delTestSource = `package catalog
+
+import (
+	"testing"
+
+	"github.com/aacworkflow/aacmcp/shared/apperr"
+	"github.com/aacworkflow/aacmcp/shared/store"
+)
+
+func TestRemoveComment(t *testing.T) {
+	f := newFixture(t)
+	f.newIssue(asMia, "discussed")
+	mine := f.ok(asMia, "comment_issue", ` + "`" + `{"issue_id":"AAC-1","body":"mia"}` + "`" + `)["id"].(string)
+	args := ` + "`" + `{"comment_id":"` + "` + mine + `" + `","confirm":true}` + "`" + `
+	f.fails(asBen, "remove_comment", args, apperr.PermissionDenied)
+	if got := f.ok(asMia, "remove_comment", args); got["deleted"] != true || got["comment_id"] != mine {
+		t.Errorf("remove_comment = %v", got)
+	}
+	f.failsWith(asMia, "remove_comment", ` + "`" + `{"comment_id":"01JQ3Z7R6W7YV1T0B3Q6Y2K9ZC","confirm":true}` + "`" + `, store.ErrNotFound)
+}
+`
 
 const toolSource = `package catalog
 
@@ -120,29 +200,42 @@ func TestAddATool(t *testing.T) {
 	scratch := t.TempDir()
 	copyModule(t, root, scratch)
 	run(t, scratch, "git", "init", "-q")
+	// The symlink to the installed node_modules is not one of the repository's files
+	// (.gitignore's entry names a directory).
+	write(t, filepath.Join(scratch, ".git", "info", "exclude"), "/test/node_modules\n")
 	run(t, scratch, "git", "add", "-A")
 	run(t, scratch, "git", "-c", "user.name=addtool", "-c", "user.email=addtool@localhost", "commit", "-q", "-m", "base")
 
-	// Steps 1 and 3: the tool's file and its test.
+	// Steps 1 and 3: each tool's file and its test.
 	write(t, filepath.Join(scratch, toolFile), toolSource)
 	write(t, filepath.Join(scratch, testFile), testSource)
+	write(t, filepath.Join(scratch, delFile), delSource)
+	write(t, filepath.Join(scratch, delTest), delTestSource)
 	// Step 4, with the page's own commands.
 	for _, args := range regenerate {
 		run(t, scratch, args[0], args[1:]...)
 	}
-	// The catalog's tests over every tool, the new one included: schema and args,
-	// snapshots, README, read-only, the spec table (which does not list it).
-	run(t, scratch, "go", "test", "-count=1", "./shared/catalog")
+	// The tests of every package that enumerates tools, the new ones included: the
+	// catalog's (schema and args, snapshots, README, read-only, the spec table, which
+	// lists neither), the guard's (every destructive tool under elicit and require,
+	// scopes and roles of every tool), the transports' and the functions'.
+	pkgs := enumerating(t, scratch)
+	t.Logf("go test over the %d packages that enumerate tools: %v", len(pkgs), pkgs)
+	run(t, scratch, "go", append([]string{"test", "-count=1"}, pkgs...)...)
 
-	if touched := changedFiles(t, scratch); !slices.Equal(touched, mayTouch) {
-		t.Errorf("adding a tool changed %v, want exactly %v (its file, its test, generated files)", touched, mayTouch)
+	touched := changedFiles(t, scratch)
+	t.Logf("adding %s and %s touched: %v", tool, destructive, touched)
+	if want := slices.Sorted(slices.Values(mayTouch)); !slices.Equal(touched, want) {
+		t.Errorf("adding two tools changed %v, want exactly %v (their files, their tests, generated files)", touched, want)
 	}
 	readme, err := os.ReadFile(filepath.Join(scratch, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row := "| `" + tool + "` | yes | no | yes | no | `comments:read` |"; !strings.Contains(string(readme), row) {
-		t.Errorf("README tool table lacks a row starting %s", row)
+	for _, row := range []string{"| `" + tool + "` | yes | no | yes | no | `comments:read` |", "| `" + destructive + "` | no | yes | yes | no | `comments:write` |"} {
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README tool table lacks a row starting %s", row)
+		}
 	}
 
 	bin := filepath.Join(t.TempDir(), "aacmcp")
@@ -198,6 +291,47 @@ func TestAddATool(t *testing.T) {
 	if rec := auditRecord(t, data, tool); rec["outcome"] != "success" || rec["resource_id"] != made.ID || rec["transport"] != "rest" {
 		t.Errorf("audit record of %s = %v", tool, rec)
 	}
+
+	// The destructive tool: without confirm it is refused with a preview of the
+	// comment, from its declaration; with confirm: true it removes the comment.
+	status, body := post(t, srv, "/tools/"+destructive, `{"comment_id":"`+made.ID+`"}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `"code":"destructive_flag_missing"`) ||
+		!strings.Contains(body, `"kind":"comment"`) || !strings.Contains(body, made.ID) {
+		t.Errorf("%s without confirm: %d %s", destructive, status, body)
+	}
+	var removed struct {
+		Deleted   bool   `json:"deleted"`
+		CommentID string `json:"comment_id"`
+	}
+	status, body = post(t, srv, "/tools/"+destructive, `{"comment_id":"`+made.ID+`","confirm":true}`)
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &removed) != nil || !removed.Deleted || removed.CommentID != made.ID {
+		t.Fatalf("%s: %d %s", destructive, status, body)
+	}
+	if status, body := post(t, srv, "/tools/"+tool, `{"comment_id":"`+made.ID+`"}`); status != http.StatusNotFound {
+		t.Errorf("%s after %s: %d %s", tool, destructive, status, body)
+	}
+}
+
+// enumerating lists the packages under dir whose code or tests import the catalog or
+// the guard's test world, the two ways a test enumerates tools, and the catalog
+// itself. The suites under test/ and bench/ are left out: they drive built binaries,
+// browsers and emulators, and this test drives the built aacmcp itself below.
+func enumerating(t *testing.T, dir string) []string {
+	t.Helper()
+	const mod = "github.com/aacworkflow/aacmcp/"
+	out := run(t, dir, "go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+	pkgs := []string{"./shared/catalog"}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		rel := "./" + strings.TrimPrefix(f[0], mod)
+		if strings.HasPrefix(rel, "./test/") || strings.HasPrefix(rel, "./bench/") || slices.Contains(pkgs, rel) {
+			continue
+		}
+		if slices.Contains(f[1:], mod+"shared/catalog") || slices.Contains(f[1:], mod+"shared/guard/guardtest") {
+			pkgs = append(pkgs, rel)
+		}
+	}
+	return pkgs
 }
 
 // regenerateCommands are the `go test ... -update...` lines of the page's step 4.
@@ -220,25 +354,13 @@ func regenerateCommands(t *testing.T, doc string) [][]string {
 	return out
 }
 
-// copyModule copies what building aacmcp and testing the catalog need: go.mod, go.sum,
-// README.md and every file (tracked, or new and not ignored: the working changes too)
-// under the directories of the packages they use.
+// copyModule copies the repository's files (tracked, or new and not ignored: the
+// working changes too) to dst, so that every package's tests can run there.
 func copyModule(t *testing.T, root, dst string) {
 	t.Helper()
-	out := run(t, root, "go", "list", "-test", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./cmd/aacmcp", "./shared/catalog")
-	var dirs []string
-	for _, d := range strings.Fields(out) {
-		if rel, err := filepath.Rel(root, d); err == nil && !strings.HasPrefix(rel, "..") {
-			dirs = append(dirs, filepath.ToSlash(rel)+"/")
-		}
-	}
 	files := run(t, root, "git", "ls-files", "--cached", "--others", "--exclude-standard")
 	n := 0
 	for _, f := range strings.Split(strings.TrimSpace(files), "\n") {
-		keep := f == "go.mod" || f == "go.sum" || f == "README.md" || slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(f, d) })
-		if !keep {
-			continue
-		}
 		src := filepath.Join(root, f)
 		info, err := os.Lstat(src)
 		if os.IsNotExist(err) {
@@ -254,13 +376,26 @@ func copyModule(t *testing.T, root, dst string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, filepath.Join(dst, f), string(b))
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
 		n++
 	}
 	if n < 100 {
-		t.Fatalf("copied %d files; the package list looks wrong", n)
+		t.Fatalf("copied %d files; the file list looks wrong", n)
+	}
+	// The emulators the packages' tests start (dynalite, ...) are the installed ones.
+	if modules := filepath.Join(root, "test", "node_modules"); exists(modules) {
+		if err := os.Symlink(modules, filepath.Join(dst, "test", "node_modules")); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // changedFiles lists what differs from the scratch copy's first commit, sorted.
 func changedFiles(t *testing.T, dir string) []string {
@@ -304,6 +439,24 @@ func mcpCall(t *testing.T, srv *harness.Server, body string, into any) {
 	if res.StatusCode != http.StatusOK || json.Unmarshal(b, into) != nil {
 		t.Fatalf("POST /mcp %s: %d %s", body, res.StatusCode, b)
 	}
+}
+
+// post calls a tool over REST with the full token: the status and the body.
+func post(t *testing.T, srv *harness.Server, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.Base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+srv.Full)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 func request(t *testing.T, srv *harness.Server, method, path, body string, into any) int {

@@ -2,61 +2,25 @@ package authorizerfn
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
-	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/record"
-	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/guard"
 )
 
-// ToolLookup finds a tool's catalog entry (catalog.Catalog does).
-type ToolLookup interface {
-	Lookup(name string) (catalog.Tool, bool)
-}
+// GuardRejecter writes the record of a refused request through a guard that has
+// no store: guard.RecordRejected is the one builder and writer of a rejected
+// request's record (tool facts from the guard's catalog, the record written within
+// the request's time, a record the sink refused logged in full as audit_fallback),
+// for the MCP function and the authorizer alike. Without a store it counts no usage.
+type GuardRejecter struct{ Guard *guard.Guard }
 
-// SinkRejecter writes the record of a refused request to an audit sink, built by
-// shared/audit/record exactly as the MCP function builds its own (tool metadata
-// from the catalog).
-type SinkRejecter struct {
-	Tools  ToolLookup
-	Sink   audit.Sink
-	Now    func() time.Time
-	Logger *slog.Logger
-}
-
-// RecordRejected implements Rejecter. A record the sink cannot take is logged in
-// full (audit_fallback), the convention the guard and the Kinesis sink share, so it
-// can still be recovered.
-func (s SinkRejecter) RecordRejected(ctx context.Context, req record.Request, err *apperr.Error) {
-	if err == nil {
-		err = apperr.Internal(fmt.Errorf("RecordRejected called without an error"))
-	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	log := s.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	started := time.Now()
-	r := record.Start(req)
-	if t, ok := s.Tools.Lookup(req.Tool); ok {
-		record.Describe(&r, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
-	}
-	record.Finish(&r, now().UTC(), err.Code, false, time.Since(started))
-	// The caller may have gone away; the record is still written, within the time
-	// the request had.
-	wctx := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(wctx, dl)
-		defer cancel()
-	}
-	if werr := s.Sink.Write(wctx, r); werr != nil {
-		log.Error("audit record not delivered", "audit_fallback", true, "record", r, "err", werr)
-	}
+// RecordRejected implements Rejecter.
+func (r GuardRejecter) RecordRejected(ctx context.Context, req record.Request, err *apperr.Error) {
+	r.Guard.RecordRejected(ctx, guard.Request{
+		Principal: req.Principal, Tool: req.Tool, Transport: req.Transport,
+		RequestID: req.RequestID, JSONRPCID: req.JSONRPCID,
+		ClientName: req.ClientName, ClientVersion: req.ClientVersion, ProtocolVersion: req.ProtocolVersion,
+		UserAgent: req.UserAgent, SourceIP: req.SourceIP,
+	}, err)
 }

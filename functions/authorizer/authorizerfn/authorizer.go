@@ -59,7 +59,7 @@ type Verifier interface {
 	Verify(ctx context.Context, secret string) (auth.Principal, error)
 }
 
-// Rejecter audits a refused request (SinkRejecter does).
+// Rejecter audits a refused request (GuardRejecter does).
 type Rejecter interface {
 	RecordRejected(ctx context.Context, req record.Request, err *apperr.Error)
 }
@@ -207,21 +207,7 @@ func Denied(resp events.APIGatewayCustomAuthorizerResponse) bool {
 }
 
 func (a *Authorizer) verify(ctx context.Context, authorization string) (auth.Principal, error) {
-	if a.cfg.JWT == nil {
-		secret, err := auth.ParseBearer(authorization)
-		if err != nil {
-			return auth.Principal{}, err
-		}
-		return a.cfg.Verifier.Verify(ctx, secret)
-	}
-	cred, isJWT, err := auth.ParseBearerOrJWT(authorization)
-	if err != nil {
-		return auth.Principal{}, err
-	}
-	if isJWT {
-		return a.cfg.JWT.Verify(ctx, cred)
-	}
-	return a.cfg.Verifier.Verify(ctx, cred)
+	return auth.VerifyBearer(ctx, authorization, a.cfg.Verifier, a.cfg.JWT)
 }
 
 // sourceIP is the address the request is attributed to.
@@ -231,9 +217,10 @@ func (a *Authorizer) sourceIP(req events.APIGatewayCustomAuthorizerRequestTypeRe
 
 // reject writes the one audit record of a refused request.
 func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
+	tool, transport := record.Route(req.Resource, req.Path, req.PathParameters)
 	gr := record.Request{
-		Tool:      ToolFromPath(req.Resource, req.Path, req.PathParameters),
-		Transport: record.Transport(req.Resource, req.Path),
+		Tool:      tool,
+		Transport: transport,
 		RequestID: req.RequestContext.RequestID,
 		UserAgent: header(req, "User-Agent"),
 		SourceIP:  a.sourceIP(req),
@@ -261,18 +248,6 @@ func apiWildcard(methodArn string) (string, error) {
 		return "", fmt.Errorf("not an execute-api ARN")
 	}
 	return parts[0] + "/" + parts[1] + "/*/*", nil
-}
-
-// ToolFromPath returns the tool named by a /tools/{name} request ("" otherwise):
-// API Gateway's path parameter when it set one, else the path's last segment.
-func ToolFromPath(resource, path string, params map[string]string) string {
-	if resource != record.ToolsResource && !strings.Contains(path, "/tools/") {
-		return ""
-	}
-	if n := params["name"]; n != "" {
-		return n
-	}
-	return record.ToolFromPath(path)
 }
 
 // header reads a header case-insensitively (REST events keep the client's case).

@@ -39,26 +39,6 @@ func TestAPIWildcard(t *testing.T) {
 	}
 }
 
-func TestToolFromPath(t *testing.T) {
-	tests := []struct {
-		resource, path string
-		params         map[string]string
-		want           string
-	}{
-		{"/tools/{name}", "/tools/get_issue", map[string]string{"name": "get_issue"}, "get_issue"},
-		{"/tools/{name}", "/tools/get%20issue", nil, "get issue"},
-		{"/tools/{name}", "/prod/tools/delete_issue", nil, "delete_issue"},
-		{"/mcp", "/mcp", nil, ""},
-		{"/tools", "/tools", nil, ""},
-		{"/tools/{name}", "/tools/a/b", nil, ""},
-	}
-	for _, tt := range tests {
-		if got := ToolFromPath(tt.resource, tt.path, tt.params); got != tt.want {
-			t.Errorf("ToolFromPath(%q, %q) = %q, want %q", tt.resource, tt.path, got, tt.want)
-		}
-	}
-}
-
 type verifierFunc func(ctx context.Context, secret string) (auth.Principal, error)
 
 func (f verifierFunc) Verify(ctx context.Context, s string) (auth.Principal, error) { return f(ctx, s) }

@@ -12,6 +12,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/metrics"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
@@ -58,12 +59,12 @@ func Build(cfg lambdaenv.Config, d Deps) (*Authorizer, error) {
 	// The store is used for GetTokenByHash, and with an external issuer for the
 	// members' e-mail lookup.
 	tokens := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, dynamo.WithLogger(log))
-	rej := SinkRejecter{
-		Tools:  catalog.New(catalog.Deps{}),
-		Sink:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
-		Now:    d.Now,
-		Logger: log,
-	}
+	rej := GuardRejecter{guard.New(guard.Config{
+		Catalog: catalog.New(catalog.Deps{}),
+		Audit:   metrics.Sink{Next: d.Audit, Emitter: metrics.New(d.Stdout, FunctionName)},
+		Now:     d.Now,
+		Logger:  log,
+	})}
 	jv, err := buildJWT(cfg, d, tokens, log)
 	if err != nil {
 		return nil, err

@@ -96,11 +96,11 @@ const mcpNameHeader = "Mcp-Name"
 // are). One whose Mcp-Method says it is something else (initialize, tools/list) is
 // no tool invocation. ok is false for requests naming no tool.
 func (e WAFLogEntry) tool() (name, transport string, ok bool) {
-	uri := strings.TrimSpace(e.HTTPRequest.URI)
-	if n := record.ToolFromPath(uri); n != "" {
-		return n, audit.TransportREST, true
+	name, transport = record.Route("", e.HTTPRequest.URI, nil)
+	if name != "" {
+		return name, transport, true
 	}
-	if !strings.HasSuffix(strings.TrimRight(uri, "/"), "/mcp") || !strings.EqualFold(e.HTTPRequest.HTTPMethod, "POST") {
+	if transport != audit.TransportMCP || !strings.EqualFold(e.HTTPRequest.HTTPMethod, "POST") {
 		return "", "", false
 	}
 	if m := strings.TrimSpace(e.header("Mcp-Method")); m != "" && m != "tools/call" {

@@ -120,16 +120,14 @@ func (e Entry) Record(tools ToolLookup) (audit.Record, bool) {
 	at := record.LoggedTime(ms)
 	// A request API Gateway refused for want of a token is a tool call attempt,
 	// and without a token no OAuth client is known: client_id "".
-	req := record.Request{
-		Transport: record.Transport(e.ResourcePath, e.Path),
+	tool, transport := record.Route(e.ResourcePath, e.Path, nil)
+	r := record.Start(record.Request{
+		Tool:      record.Clean(tool),
+		Transport: transport,
 		RequestID: record.Clean(e.ExtendedRequestID),
 		UserAgent: record.Clean(e.UserAgent),
 		SourceIP:  record.Clean(e.IP),
-	}
-	if strings.TrimSpace(e.ResourcePath) == record.ToolsResource {
-		req.Tool = record.Clean(record.ToolFromPath(e.Path))
-	}
-	r := record.Start(req)
+	})
 	if t, ok := tools.Lookup(r.Tool); ok && r.Tool != "" {
 		record.Describe(&r, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 	}

@@ -3,9 +3,12 @@
 package audittest
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/catalog"
 )
 
 // Record returns a valid record of a successful get_issue call of a personal token
@@ -52,26 +55,24 @@ func Failed(reason string) func(*audit.Record) {
 	return func(r *audit.Record) { r.Outcome, r.Reason = audit.OutcomeError, reason }
 }
 
-// Tool returns a mod that sets the tool and the catalog flags that go with the
-// destructive tools (delete_*), which also need issues:write or comments:write.
+// Tool returns a mod that sets the tool and the catalog's facts of it (read-only,
+// destructive, the scopes it requires), read from the catalog so that a new tool
+// needs no case here. A name the catalog does not hold keeps the scopes and is a
+// write that destroys nothing.
 func Tool(name string) func(*audit.Record) {
 	return func(r *audit.Record) {
 		r.Tool = name
-		switch name {
-		case "delete_issue", "create_issue", "update_issue":
-			r.ReadOnly, r.ScopesRequired = false, []string{"issues:write"}
-		case "delete_comment", "comment_issue":
-			r.ReadOnly, r.ScopesRequired = false, []string{"comments:write"}
-		case "list_issues", "get_issue":
-			r.ReadOnly, r.ScopesRequired = true, []string{"issues:read"}
-		case "list_comments":
-			r.ReadOnly, r.ScopesRequired = true, []string{"comments:read"}
-		default:
-			r.ReadOnly = false
+		t, ok := tools().Lookup(name)
+		if !ok {
+			r.ReadOnly, r.Destructive = false, false
+			return
 		}
-		r.Destructive = name == "delete_issue" || name == "delete_comment"
+		r.ReadOnly, r.Destructive, r.ScopesRequired = t.Annotations.ReadOnly, t.Annotations.Destructive, slices.Clone(t.Scopes)
 	}
 }
+
+// tools is the catalog Tool reads; its handlers are never run.
+var tools = sync.OnceValue(func() *catalog.Catalog { return catalog.New(catalog.Deps{}) })
 
 // Who returns a mod that sets the workspace and token.
 func Who(workspace, token string) func(*audit.Record) {

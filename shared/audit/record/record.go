@@ -330,3 +330,23 @@ func StableEventID(t time.Time, seed string) string {
 	}
 	return id.String()
 }
+
+// Route is the tool and transport of a request, from its route template (resource:
+// "/mcp", ToolsResource, or "" or "-" when unknown), its path, and the path
+// parameters API Gateway matched (nil for none). It is the one reading of a
+// request's route for every record builder: the MCP server, the authorizer, the
+// access log and the WAF log. A /tools/{name} request is REST and names its tool
+// (the name parameter, else the path's last segment), even a tool named "mcp";
+// with no resource known, a path with a /tools/ segment is such a request. Any
+// other request names no tool here (an MCP call names it in its body) and takes
+// Transport's answer.
+func Route(resource, path string, params map[string]string) (tool, transport string) {
+	resource = strings.TrimSpace(resource)
+	if resource == ToolsResource || (Absent(resource) && strings.Contains(path, "/tools/")) {
+		if tool = params["name"]; tool == "" {
+			tool = ToolFromPath(path)
+		}
+		return tool, audit.TransportREST
+	}
+	return "", Transport(resource, strings.TrimRight(strings.TrimSpace(path), "/"))
+}

@@ -33,6 +33,42 @@ func TestTransport(t *testing.T) {
 	}
 }
 
+// TestRoute: the tool and transport of a request, as every record builder reads
+// them (API Gateway's resource and path parameters, the WAF log's URI, the local
+// server's path).
+func TestRoute(t *testing.T) {
+	tests := []struct {
+		resource, path  string
+		params          map[string]string
+		tool, transport string
+	}{
+		{"/tools/{name}", "/tools/get_issue", map[string]string{"name": "get_issue"}, "get_issue", audit.TransportREST},
+		{"/tools/{name}", "/tools/get%20issue", nil, "get issue", audit.TransportREST},
+		{"/tools/{name}", "/prod/tools/delete_issue", nil, "delete_issue", audit.TransportREST},
+		{"/tools/{name}", "/tools/a/b", nil, "", audit.TransportREST},
+		{"/tools/{name}", "/prod/tools/mcp", nil, "mcp", audit.TransportREST},
+		{"/mcp", "/mcp", nil, "", audit.TransportMCP},
+		// A stage or custom-domain prefix named tools is not a tool.
+		{"/mcp", "/tools/mcp", nil, "", audit.TransportMCP},
+		{"/tools", "/tools", nil, "", audit.TransportREST},
+		// No resource (the WAF log, the local server): judged by the path.
+		{"", "/prod/tools/get_issue", nil, "get_issue", audit.TransportREST},
+		{"", "/tools/mcp", nil, "mcp", audit.TransportREST},
+		{"-", "/prod/tools/get_issue", nil, "get_issue", audit.TransportREST},
+		{"", "/prod/mcp", nil, "", audit.TransportMCP},
+		{"", "/prod/mcp/", nil, "", audit.TransportMCP},
+		{"", "/mcp", nil, "", audit.TransportMCP},
+		{"", "/", nil, "", audit.TransportREST},
+		{"", "", nil, "", audit.TransportREST},
+	}
+	for _, tt := range tests {
+		tool, transport := Route(tt.resource, tt.path, tt.params)
+		if tool != tt.tool || transport != tt.transport {
+			t.Errorf("Route(%q, %q, %v) = %q, %q, want %q, %q", tt.resource, tt.path, tt.params, tool, transport, tt.tool, tt.transport)
+		}
+	}
+}
+
 func TestToolFromPath(t *testing.T) {
 	tests := []struct{ path, want string }{
 		{"/prod/tools/get_issue", "get_issue"},

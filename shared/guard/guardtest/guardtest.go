@@ -80,11 +80,9 @@ type World struct {
 	Now        time.Time
 }
 
-// NewWorld opens a SQLite store in t.TempDir() and seeds it. The store is closed
-// by t.Cleanup.
+// NewWorld builds an in-memory store and seeds it (Seed).
 func NewWorld(t testing.TB) *World {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
 	st := memory.New()
 	outbox, err := autopilot.NewOutbox(filepath.Join(dir, "outbox.jsonl"))
@@ -95,13 +93,23 @@ func NewWorld(t testing.TB) *World {
 
 	now := time.Now().UTC()
 	w := &World{Store: st, Catalog: catalog.New(catalog.Deps{Dispatcher: outbox}), Now: now}
+	w.Issue, w.Comment, w.OtherIssue = Seed(t, st, now)
+	return w
+}
+
+// Seed seeds any store as NewWorld seeds its own: the workspaces WS and OtherWS, the
+// members and roles above, Agent, an issue of WS by Member with one comment by
+// Member, and an issue of OtherWS.
+func Seed(t testing.TB, st store.Queries, now time.Time) (issue store.Issue, comment store.Comment, other store.Issue) {
+	t.Helper()
+	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("seed: %v", err)
 		}
 	}
-	_, err = st.CreateWorkspace(ctx, store.Workspace{ID: WS, Key: "ACME", Name: "Acme", CreatedAt: now})
+	_, err := st.CreateWorkspace(ctx, store.Workspace{ID: WS, Key: "ACME", Name: "Acme", CreatedAt: now})
 	must(err)
 	_, err = st.CreateWorkspace(ctx, store.Workspace{ID: OtherWS, Key: "OTH", Name: "Other", CreatedAt: now})
 	must(err)
@@ -116,13 +124,13 @@ func NewWorld(t testing.TB) *World {
 	must(err)
 	_, err = st.CreateAgent(ctx, store.Agent{WorkspaceID: WS, ID: Agent, Name: "Agent One", CreatedAt: now})
 	must(err)
-	w.Issue, err = st.CreateIssue(ctx, WS, store.NewIssue{Title: "First", Description: "seeded", Status: "open", Priority: "medium", Labels: []string{"seed"}, CreatedBy: Member, CreatedAt: now})
+	issue, err = st.CreateIssue(ctx, WS, store.NewIssue{Title: "First", Description: "seeded", Status: "open", Priority: "medium", Labels: []string{"seed"}, CreatedBy: Member, CreatedAt: now})
 	must(err)
-	w.Comment, err = st.CreateComment(ctx, WS, w.Issue.ID, store.NewComment{Author: Member, Body: "hello", CreatedAt: now})
+	comment, err = st.CreateComment(ctx, WS, issue.ID, store.NewComment{Author: Member, Body: "hello", CreatedAt: now})
 	must(err)
-	w.OtherIssue, err = st.CreateIssue(ctx, OtherWS, store.NewIssue{Title: "Theirs", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Outsider, CreatedAt: now})
+	other, err = st.CreateIssue(ctx, OtherWS, store.NewIssue{Title: "Theirs", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Outsider, CreatedAt: now})
 	must(err)
-	return w
+	return issue, comment, other
 }
 
 // Principal is a principal of user in ws holding scopes (no token behind it).
@@ -143,44 +151,93 @@ func (w *World) Token(t testing.TB, ws, user string, scopes ...string) string {
 }
 
 // Args returns valid arguments for a successful call of tool by Admin, Member (the
-// author) or any other writer. Tools that change or delete their target get a fresh
-// issue (or comment) created by Member, so calls never interfere.
+// author) or any other writer, derived from the tool's input schema so that a new tool
+// needs no case here: each required property gets a value, and nothing else. The
+// arguments that name a world object are known by their name, whatever the tool:
+// issue_id and comment_id name a fresh issue (or a fresh comment on Issue) by Member
+// for a tool that writes, so calls never interfere, and Issue (or Comment) for a
+// read-only one; agent_id names Agent. Any other property takes its const, its first
+// enum value, or a value of its type. A tool that writes also gets its optional
+// free-text properties (a string with no pattern or format, never the idempotency
+// key), so that an update changes something.
 func (w *World) Args(t testing.TB, tool string) json.RawMessage {
 	t.Helper()
-	ctx := context.Background()
-	fresh := func() store.Issue {
-		is, err := w.Store.CreateIssue(ctx, WS, store.NewIssue{Title: "Fresh", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Member, CreatedAt: time.Now().UTC()})
-		if err != nil {
-			t.Fatalf("fresh issue: %v", err)
-		}
-		return is
+	return ArgsOn(t, w.Catalog, w.Store, w.Issue, w.Comment, tool)
+}
+
+// ArgsOn is World.Args on any store seeded by Seed, issue and comment being the
+// seeded ones.
+func ArgsOn(t testing.TB, cat *catalog.Catalog, st store.Queries, issue store.Issue, comment store.Comment, tool string) json.RawMessage {
+	t.Helper()
+	tl, ok := cat.Lookup(tool)
+	if !ok {
+		t.Fatalf("guardtest.Args: no tool %q in the catalog", tool)
 	}
-	var v map[string]any
-	switch tool {
-	case "list_issues", "dashboard_usage_daily":
-		v = map[string]any{}
-	case "get_issue", "list_comments":
-		v = map[string]any{"issue_id": w.Issue.ID}
-	case "create_issue":
-		v = map[string]any{"title": "Created"}
-	case "update_issue":
-		v = map[string]any{"issue_id": fresh().ID, "title": "Renamed"}
-	case "comment_issue":
-		v = map[string]any{"issue_id": fresh().ID, "body": "a comment"}
-	case "assign_issue_to_agent":
-		v = map[string]any{"issue_id": fresh().ID, "agent_id": Agent}
-	case "trigger_autopilot":
-		v = map[string]any{"issue_id": fresh().ID}
-	case "delete_issue":
-		v = map[string]any{"issue_id": fresh().ID, "confirm": true}
-	case "delete_comment":
-		c, err := w.Store.CreateComment(ctx, WS, w.Issue.ID, store.NewComment{Author: Member, Body: "doomed", CreatedAt: time.Now().UTC()})
-		if err != nil {
-			t.Fatalf("fresh comment: %v", err)
+	var sch struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type    string `json:"type"`
+			Const   any    `json:"const"`
+			Enum    []any  `json:"enum"`
+			Minimum *int   `json:"minimum"`
+			Pattern string `json:"pattern"`
+			Format  string `json:"format"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.InputSchema, &sch); err != nil {
+		t.Fatalf("guardtest.Args: %s's input schema: %v", tool, err)
+	}
+	ctx := context.Background()
+	v := map[string]any{}
+	fill := slices.Clone(sch.Required)
+	if !tl.Annotations.ReadOnly {
+		for name, prop := range sch.Properties {
+			if prop.Type == "string" && prop.Pattern == "" && prop.Format == "" && prop.Enum == nil &&
+				name != catalog.IdempotencyKeyArg && !slices.Contains(fill, name) {
+				fill = append(fill, name)
+			}
 		}
-		v = map[string]any{"comment_id": c.ID, "confirm": true}
-	default:
-		t.Fatalf("guardtest.Args: no arguments known for tool %q", tool)
+	}
+	for _, name := range fill {
+		prop := sch.Properties[name]
+		switch {
+		case name == "issue_id" && tl.Annotations.ReadOnly:
+			v[name] = issue.ID
+		case name == "issue_id":
+			is, err := st.CreateIssue(ctx, WS, store.NewIssue{Title: "Fresh", Status: "open", Priority: "low", Labels: []string{}, CreatedBy: Member, CreatedAt: time.Now().UTC()})
+			if err != nil {
+				t.Fatalf("fresh issue: %v", err)
+			}
+			v[name] = is.ID
+		case name == "comment_id" && tl.Annotations.ReadOnly:
+			v[name] = comment.ID
+		case name == "comment_id":
+			c, err := st.CreateComment(ctx, WS, issue.ID, store.NewComment{Author: Member, Body: "doomed", CreatedAt: time.Now().UTC()})
+			if err != nil {
+				t.Fatalf("fresh comment: %v", err)
+			}
+			v[name] = c.ID
+		case name == "agent_id":
+			v[name] = Agent
+		case prop.Const != nil:
+			v[name] = prop.Const
+		case len(prop.Enum) > 0:
+			v[name] = prop.Enum[0]
+		case prop.Type == "string":
+			v[name] = "a " + name
+		case prop.Type == "integer" || prop.Type == "number":
+			n := 1
+			if prop.Minimum != nil {
+				n = *prop.Minimum
+			}
+			v[name] = n
+		case prop.Type == "boolean":
+			v[name] = false
+		case prop.Type == "array":
+			v[name] = []any{}
+		default:
+			t.Fatalf("guardtest.Args: %s's required %s has type %q, which Args cannot fill", tool, name, prop.Type)
+		}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -50,6 +50,7 @@ type Store struct {
 	usage      map[usageKey]store.UsageRow
 	events     map[eventKey]bool      // usage event ids already counted
 	nonces     map[nonceKey]time.Time // used confirmation nonces -> expiry
+	oauth      oauth
 }
 
 // Option configures a Store.
@@ -70,6 +71,7 @@ func New(opts ...Option) *Store {
 		usage:      map[usageKey]store.UsageRow{},
 		events:     map[eventKey]bool{},
 		nonces:     map[nonceKey]time.Time{},
+		oauth:      newOAuth(),
 	}
 	for _, o := range opts {
 		o(s)

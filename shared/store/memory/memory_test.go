@@ -20,3 +20,10 @@ func TestConfirmationConformance(t *testing.T) {
 		return storetest.ConfirmationBackend{Queries: s, Confirmations: s, Lister: s}
 	})
 }
+
+func TestOAuthConformance(t *testing.T) {
+	storetest.RunOAuth(t, func(t *testing.T) storetest.OAuthBackend {
+		s := memory.New()
+		return storetest.OAuthBackend{Queries: s, Tokens: s, OAuth: s}
+	})
+}
