@@ -7,6 +7,7 @@ SHELL       := /bin/bash
 GO          ?= go
 ADDR        ?= 127.0.0.1:8080
 DATA        ?= .aacmcp
+CLI         ?= dist/aacmcp
 ARCH        ?= arm64
 # The Go Lambda functions: every functions/<name>/main.go. functions/edge is the
 # Lambda@Edge function, plain Node.js that infra deploys from its folder as it is.
@@ -25,8 +26,12 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
+# Built, then run as itself: `go run` exits 1 whenever it gets the SIGINT of a Ctrl-C,
+# even after the server it ran has shut down cleanly and exited 0, and make would then
+# end a clean stop with "Error 1" (test/makerun).
 run: ## Serve MCP locally with the embedded store and dev tokens (ADDR=host:port)
-	$(GO) run ./cmd/aacmcp serve --dev --addr $(ADDR) --data $(DATA)
+	$(GO) build -o $(CLI) ./cmd/aacmcp
+	$(CLI) serve --dev --addr $(ADDR) --data $(DATA)
 
 .PHONY: deps
 # The OAuth tests drive Debian's chromium with playwright-core, which never downloads a
@@ -104,7 +109,7 @@ build: ## Build dist/<function>/bootstrap for every Lambda function (ARCH=arm64|
 
 .PHONY: cli
 cli: ## Build the aacmcp CLI into dist/aacmcp
-	$(GO) build -o dist/aacmcp ./cmd/aacmcp
+	$(GO) build -o $(CLI) ./cmd/aacmcp
 
 .PHONY: synth
 # The front door needs the stack's region (its Lambda@Edge function is in us-east-1 and

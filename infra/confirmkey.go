@@ -13,7 +13,7 @@ import (
 // history: 64 lowercase hex characters are the 32 bytes confirm.SecretsKeyring
 // reads. Every instance reads the same key, so a retry that reaches another
 // instance still opens; the function reloads it while warm, so a rotation
-// (docs/security.md: put a new AWSCURRENT, the old version becomes AWSPREVIOUS
+// (docs/security.md section 7: put a new AWSCURRENT, the old version becomes AWSPREVIOUS
 // and keeps opening states for their lifetime) needs no redeploy.
 func newConfirmKey(scope constructs.Construct, fns *functionSet) awssecretsmanager.Secret {
 	return newKeySecret(scope, fns, keySecret{

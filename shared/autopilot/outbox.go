@@ -47,7 +47,7 @@ func (o *Outbox) Path() string { return o.path }
 // Dispatch appends the job as one line. The line goes out in a single write on an
 // O_APPEND descriptor under a mutex, so concurrent jobs never interleave, even with
 // another process appending to the same file. Concurrent jobs share their fsyncs:
-// one fsync in the soak's 200 clients was the whole slowest 1% (docs/security.md).
+// one fsync in the soak's 200 clients was the whole slowest 1% (docs/decisions.md).
 // QueuesOnly marks the outbox as a queue: runs written to it stay "queued".
 func (o *Outbox) QueuesOnly() bool { return true }
 

@@ -39,7 +39,7 @@ const (
 	soakPeerClient  = "net/http"
 	soakClientsNote = "the load generator's client: `plain` writes each request and reads its answer on one keep-alive connection per " +
 		"caller (test/load/server/plain.go), `net/http` is Go's Transport, which runs two goroutines per connection and cost " +
-		"the generator about twice the processor time a call; the server and its requests are the same (docs/security.md, round 12)"
+		"the generator about twice the processor time a call; the server and its requests are the same (docs/decisions.md, \"The soak's load generator writes its own requests\")"
 )
 
 // soak runs make soak's load test (test/load TestLoadConsistency: a built aacmcp
@@ -90,7 +90,7 @@ func (b *bench) soak(ctx context.Context) error {
 	m := byTput[len(byTput)/2]
 	why := fmt.Sprintf("see section 8 and docs/security.md: the server and the load generator (client %s) share the %d cores "+
 		"(in the median run the server used %s and the load generator %s); serve runs its calls oldest first, one per core "+
-		"(docs/security.md round 10), so the mean, which the throughput sets, is most of what is left",
+		"(docs/decisions.md, \"Oldest call first\"), so the mean, which the throughput sets, is most of what is left",
 		soakClient, runtime.NumCPU(), cores(m.ServerCPU, m.Seconds), cores(m.LoadCPU, m.Seconds))
 	peerTput := medOf(peer, func(s server.Summary) float64 { return s.CallsPerSec })
 	peerNote := fmt.Sprintf("with the %s client, as in the runs that set %d calls/s, the alternate runs answered %.0f calls/s (median; %s), "+
@@ -111,9 +111,9 @@ func (b *bench) soak(ctx context.Context) error {
 				"data folder, three workspaces, tokens of every role, all eleven tools over both transports, two thirds "+
 				"of the calls writes and a share that must be refused, each of the clients calling again as soon as it "+
 				"is answered; a run counts only if every consistency check passes (one audit record per call, "+
-				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, issue 17 "+
-				"states these goals as absolute figures on this machine, so they move with its load; the goals above are "+
-				"judged on the medians of the %s client's runs, and docs/security.md gives more runs. The client column names %s.", len(runs), soakClient, soakClientsNote),
+				"comment counts, no lost update, usage equal to the audit records). Unlike the ratios above, these goals "+
+				"are absolute figures on this machine, so they move with its load; the goals above are "+
+				"judged on the medians of the %s client's runs, and docs/security.md section 5 says what they depend on. The client column names %s.", len(runs), soakClient, soakClientsNote),
 			fmt.Sprintf("The clients are a closed loop, so the mean latency is bounded by Little's law: %d clients at %.0f calls/s "+
 				"(the median run) are answered in at most %.1f ms on average (measured: %.1f ms). A quantile can only be cut below that "+
 				"by raising the throughput or by narrowing the spread around the mean: in this run, %s.",

@@ -12,7 +12,7 @@
 // record (Firehose delivers up to 1.5 times its buffer interval late, a local call may
 // finish after its hour) lands in a later digest instead of changing an earlier one.
 //
-// The format is documented in docs/security.md ("Audit digests").
+// The format is documented in docs/security.md, section 6 ("The digest format").
 package digest
 
 import (

@@ -26,7 +26,7 @@ func validDate(d string) bool {
 // The queued increments are added in memory rather than committed first: a commit
 // here made every dashboard call a write transaction behind the single writer, and
 // each one waited for the flush before it, which was the whole slowest 1% of the
-// soak (docs/security.md). The counters are read with the number of flushes they
+// soak (docs/decisions.md, "SQLite: usage reads do not commit"). The counters are read with the number of flushes they
 // include (usage_watermark.flushes, in the same statement), which says whether the
 // flush under way, if any, is in them; a flush committed since the copy is seen the
 // same way and the copy is taken again. A queued event that the counters already

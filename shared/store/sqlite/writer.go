@@ -24,7 +24,7 @@ import (
 // 200 clients, two thirds of the calls write) the lock was handed to a goroutine
 // that then waited to be scheduled, and it stayed owned and idle for 37% of the
 // writer's time; one commit per transaction also wrote the same pages to the WAL
-// again and again. docs/security.md has the measurement.
+// again and again. docs/decisions.md ("SQLite: group commit") has the measurement.
 //
 // A transaction's statements run with its caller's context values but never its
 // cancellation: SQLite answers an interrupted INSERT, UPDATE or DELETE inside an
@@ -132,8 +132,8 @@ func (s *Store) writeLoop() {
 		// aacmcp serve's CPU slots (shared/internal/cpuslot) they are the few calls
 		// running, about to queue their own writes, and they join this commit
 		// instead of waiting for the next. In make soak that made group commits
-		// five times larger and cost about 6% less CPU per call (docs/security.md,
-		// round 10). With no other goroutine runnable it returns at once.
+		// five times larger and cost about 6% less CPU per call (docs/decisions.md,
+		// "Oldest call first in serve"). With no other goroutine runnable it returns at once.
 		runtime.Gosched()
 		s.fill(&batch)
 		s.runBatch(batch)

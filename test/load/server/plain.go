@@ -24,8 +24,8 @@ import (
 // and hands every request and answer between them and the caller; under make
 // soak's load that cost about half of the generator's processor time, about 0.55
 // of the 2 cores, and every core it takes is one the server waits for. The calls
-// are the same bytes on the same sockets: docs/security.md (round 12) has the
-// comparison, and `-client net/http` runs the soak with the Transport again.
+// are the same bytes on the same sockets: docs/decisions.md ("The soak's load
+// generator writes its own requests") has the comparison, and `-client net/http` runs the soak with the Transport again.
 type plainPool struct {
 	host string
 
