@@ -201,31 +201,45 @@ func (f *Fetcher) store(clientID string, c Client, expires time.Time) {
 
 // fetch does one GET and returns the validated client and how long it may be cached.
 func (f *Fetcher) fetch(clientID string) (Client, time.Duration, error) {
+	body, h, err := f.getJSON(clientID)
+	if err != nil {
+		return Client{}, 0, err
+	}
+	c, err := parseDocument(clientID, body)
+	if err != nil {
+		return Client{}, 0, err
+	}
+	return c, freshness(h, f.opts.Now(), min(defaultTTL, f.opts.MaxAge), f.opts.MaxAge), nil
+}
+
+// getJSON does one GET of a JSON resource a client published (its document or its
+// key set) under the fetcher's limits, and returns the body and the headers.
+func (f *Fetcher) getJSON(rawURL string) ([]byte, http.Header, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientID, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return Client{}, 0, invalidClient(descNotMetadataURL)
+		return nil, nil, invalidClient(descNotMetadataURL)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "aacmcp-oauth-client-metadata")
 	resp, err := f.http.Do(req)
 	if err != nil {
-		return Client{}, 0, transportError(err)
+		return nil, nil, transportError(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return Client{}, 0, invalidClient(descRedirect(resp.StatusCode))
+		return nil, nil, invalidClient(descRedirect(resp.StatusCode))
 	case resp.StatusCode != http.StatusOK:
-		return Client{}, 0, invalidClient(descStatus(resp.StatusCode))
+		return nil, nil, invalidClient(descStatus(resp.StatusCode))
 	}
 	if !isJSONMediaType(resp.Header.Get("Content-Type")) {
-		return Client{}, 0, invalidClient(descContentType)
+		return nil, nil, invalidClient(descContentType)
 	}
 	if resp.ContentLength > f.opts.MaxBytes {
-		return Client{}, 0, invalidClient(descTooLarge(f.opts.MaxBytes))
+		return nil, nil, invalidClient(descTooLarge(f.opts.MaxBytes))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
 	// When the deadline cuts a body short, net/http can report a clean EOF instead of
@@ -233,19 +247,15 @@ func (f *Fetcher) fetch(clientID string) (Client, time.Duration, error) {
 	// be judged as a malformed document. A read that ends after the deadline is a
 	// timeout, whatever the reader said.
 	if ctx.Err() != nil {
-		return Client{}, 0, invalidClient(descTimeout)
+		return nil, nil, invalidClient(descTimeout)
 	}
 	if err != nil {
-		return Client{}, 0, transportError(err)
+		return nil, nil, transportError(err)
 	}
 	if int64(len(body)) > f.opts.MaxBytes {
-		return Client{}, 0, invalidClient(descTooLarge(f.opts.MaxBytes))
+		return nil, nil, invalidClient(descTooLarge(f.opts.MaxBytes))
 	}
-	c, err := parseDocument(clientID, body)
-	if err != nil {
-		return Client{}, 0, err
-	}
-	return c, freshness(resp.Header, f.opts.Now(), min(defaultTTL, f.opts.MaxAge), f.opts.MaxAge), nil
+	return body, resp.Header, nil
 }
 
 // isJSONMediaType accepts application/json and, as the draft allows, a more specific
