@@ -48,7 +48,7 @@ func (s *Server) record(ctx context.Context, ev event) error {
 		Action:     ev.action,
 	}
 	if ev.denied != "" {
-		rec.Outcome, rec.Reason = audit.OutcomeDenied, string(ev.denied)
+		rec.Outcome, rec.Reason = string(ev.denied.Outcome()), string(ev.denied)
 	}
 	if err := s.cfg.Sink.Write(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.ErrorContext(ctx, "oauth: audit write failed", "action", ev.action, "client_id", ev.clientID, "err", err)

@@ -134,7 +134,8 @@ type signer interface {
 // Server answers every authorization server route. Safe for concurrent use.
 type Server struct {
 	cfg      Config
-	upstream signer // nil when there is none (a nil *Provider is not stored in it)
+	upstream signer              // nil when there is none (a nil *Provider is not stored in it)
+	keys     *clientmeta.KeySets // private_key_jwt clients' jwks_uri; nil without Clients
 	log      *slog.Logger
 	now      func() time.Time
 	scopes   []scopeInfo // the seven scopes and the tools each unlocks
@@ -182,6 +183,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Upstream != nil {
 		s.upstream = cfg.Upstream
+	}
+	if cfg.Clients != nil {
+		s.keys = clientmeta.NewKeySets(cfg.Clients)
 	}
 	if s.upstream == nil && !cfg.Dev {
 		s.log.Warn("oauth: no upstream identity provider and not --dev: nobody can sign in")
@@ -315,6 +319,9 @@ type request struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	issuer string
+	// claimed is the client id a token or revocation request named, before (or
+	// whether or not) it authenticated: what a refusal's audit record names.
+	claimed string
 }
 
 func (q *request) ctx() context.Context { return q.r.Context() }

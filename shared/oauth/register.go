@@ -80,13 +80,13 @@ func (q *request) register() {
 		ClientID: randomString(), Name: c.Name, RedirectURIs: c.RedirectURIs,
 		ApplicationType: c.ApplicationType, TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
 		GrantTypes: c.GrantTypes, ClientURI: c.ClientURI, SourceIP: ip,
-		CreatedAt: now, LastUsedAt: now,
+		CreatedAt: now, LastUsedAt: now, JWKSURI: c.JWKSURI, JWKS: c.JWKS, SigningAlg: c.SigningAlg,
 	}
 	if rc.TokenEndpointAuthMethod == "" {
 		rc.TokenEndpointAuthMethod = authNone
 	}
 	var secret string
-	if rc.TokenEndpointAuthMethod != authNone {
+	if rc.TokenEndpointAuthMethod == authSecretPost || rc.TokenEndpointAuthMethod == authSecretBasic {
 		secret = randomString()
 		rc.SecretHash = auth.Hash(secret)
 	}
