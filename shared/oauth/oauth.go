@@ -106,6 +106,9 @@ type Config struct {
 	Upstream *upstream.Provider
 	// Dev enables the dev sign-in page. The caller allows it only on loopback.
 	Dev bool
+	// AdminOnly: the server only revokes grants for an admin (`aacmcp oauth grants
+	// revoke`) and serves no route, so having no sign-in is not worth a warning.
+	AdminOnly bool
 	// DevWorkspace is the workspace the dev sign-in page lists (default "demo").
 	DevWorkspace    string
 	AccessTokenTTL  time.Duration // default 1 h, at most MaxAccessTokenTTL
@@ -187,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clients != nil {
 		s.keys = clientmeta.NewKeySets(cfg.Clients)
 	}
-	if s.upstream == nil && !cfg.Dev {
+	if s.upstream == nil && !cfg.Dev && !cfg.AdminOnly {
 		s.log.Warn("oauth: no upstream identity provider and not --dev: nobody can sign in")
 	}
 	s.scopes = scopeCatalog(cfg.Catalog)

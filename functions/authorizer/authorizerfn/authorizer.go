@@ -119,7 +119,7 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			// Fail open on the counter only: the token is still verified below.
 			a.log.Warn("failed-attempt counter unavailable", "err", err)
 		case n >= a.cfg.FailureLimit:
-			a.reject(ctx, req, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed attempts from this address"}, "")
+			a.reject(ctx, req, &apperr.Error{Code: apperr.RateLimited, Message: "too many failed attempts from this address"}, nil)
 			a.log.Warn("source over the failed-attempt limit; refused without lookup", "source_ip", ip, "failures", n)
 			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
 		}
@@ -134,12 +134,9 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			a.log.Error("token verification failed", "request_id", req.RequestContext.RequestID, "err", err)
 			return events.APIGatewayCustomAuthorizerResponse{}, errors.New("token verification unavailable")
 		}
-		var tokenID string
 		var rej *auth.RejectError
-		if errors.As(err, &rej) {
-			tokenID = rej.TokenID
-		}
-		a.reject(ctx, req, e, tokenID)
+		errors.As(err, &rej)
+		a.reject(ctx, req, e, rej)
 		if a.cfg.Failures != nil && ip != "" {
 			if err := a.cfg.Failures.AddFailure(ctx, ip, now); err != nil {
 				a.log.Warn("failed attempt not counted", "err", err)
@@ -222,7 +219,7 @@ func (a *Authorizer) sourceIP(req events.APIGatewayCustomAuthorizerRequestTypeRe
 }
 
 // reject writes the one audit record of a refused request.
-func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
+func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, rej *auth.RejectError) {
 	gr := record.Request{
 		Tool:      ToolFromPath(req.Resource, req.Path, req.PathParameters),
 		Transport: record.Transport(req.Resource, req.Path),
@@ -230,9 +227,10 @@ func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuth
 		UserAgent: header(req, "User-Agent"),
 		SourceIP:  a.sourceIP(req),
 	}
-	if tokenID != "" {
-		// An expired or revoked token is known: its public id helps spot misuse.
-		gr.Principal = &auth.Principal{TokenID: tokenID}
+	if rej != nil && rej.TokenID != "" {
+		// An expired or revoked token is known: its public id, and its OAuth client,
+		// help spot misuse.
+		gr.Principal = &auth.Principal{TokenID: rej.TokenID, ClientID: rej.ClientID}
 	}
 	a.cfg.Audit.RecordRejected(ctx, gr, e)
 }
