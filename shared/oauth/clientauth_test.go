@@ -2,13 +2,13 @@ package oauth
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/oauth/assertiontest"
 	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 )
 
@@ -110,33 +110,10 @@ func publicJWK(k *rsa.PrivateKey, kid string) jose.JSONWebKey {
 	return jose.JSONWebKey{Key: &k.PublicKey, KeyID: kid, Algorithm: string(jose.RS256), Use: "sig"}
 }
 
-// sign makes a compact JWS of claims with key (any go-jose signing key).
-func sign(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
-	t.Helper()
-	opts := (&jose.SignerOptions{}).WithType("JWT")
-	if kid != "" {
-		opts = opts.WithHeader("kid", kid)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// handMade is a JWS built by hand: the forgeries go-jose refuses to make.
-func handMade(header, claims map[string]any, sig func(signingInput string) []byte) string {
-	enc := func(v any) string {
-		b, _ := json.Marshal(v)
-		return base64.RawURLEncoding.EncodeToString(b)
-	}
-	in := enc(header) + "." + enc(claims)
-	return in + "." + base64.RawURLEncoding.EncodeToString(sig(in))
-}
+var (
+	sign     = assertiontest.Sign
+	handMade = assertiontest.Forge
+)
 
 // assertionForm is a token endpoint form authenticated by assertion.
 func assertionForm(a string, kv ...string) url.Values {
@@ -372,5 +349,43 @@ func TestPrivateKeyJWTRegistered(t *testing.T) {
 		if status, body, _ := h.postJSON("/oauth/register", m); status != http.StatusBadRequest || str(body, "error") != "invalid_client_metadata" {
 			t.Errorf("%s: registration %d %v, want invalid_client_metadata", name, status, body)
 		}
+	}
+}
+
+// TestPrivateKeyJWTAlgorithms: each allowed algorithm authenticates a registered
+// client whose inline jwks holds its key, and a key of another type is not tried.
+func TestPrivateKeyJWTAlgorithms(t *testing.T) {
+	rsaK, _ := testKeys(t)
+	ecK, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edPub, edK, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	for _, tc := range []struct {
+		alg       jose.SignatureAlgorithm
+		priv, pub any
+	}{
+		{jose.RS256, rsaK, &rsaK.PublicKey},
+		{jose.PS256, rsaK, &rsaK.PublicKey},
+		{jose.ES256, ecK, &ecK.PublicKey},
+		{jose.EdDSA, edK, edPub},
+	} {
+		t.Run(string(tc.alg), func(t *testing.T) {
+			id, _ := h.register(map[string]any{"client_name": "Keyed " + string(tc.alg), "redirect_uris": []string{nativeRedirect},
+				"application_type": "native", "token_endpoint_auth_method": "private_key_jwt",
+				"jwks": jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: tc.pub, KeyID: "k"}}}})
+			code := h.browser().authorize(t, id, nativeRedirect, "bob", "", "issues:read")
+			now := h.clock.Now()
+			a := sign(t, tc.alg, tc.priv, "k", map[string]any{"iss": id, "sub": id, "aud": h.issuer + "/oauth/token",
+				"exp": now.Add(time.Minute).Unix(), "jti": "alg-" + string(tc.alg)})
+			if status, body, _ := h.tokenCall("/oauth/token", assertionForm(a, "grant_type", "authorization_code", "code", code,
+				"redirect_uri", nativeRedirect, "code_verifier", testVerifier)); status != http.StatusOK {
+				t.Fatalf("%s: %d %v", tc.alg, status, body)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"maps"
@@ -18,10 +17,10 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
+	"github.com/aacworkflow/aacmcp/shared/oauth/assertiontest"
 	"github.com/aacworkflow/aacmcp/test/oauth/flow"
 )
 
@@ -113,8 +112,8 @@ func TestChatGPTLikeClient(t *testing.T) {
 		{"expired", good(func(c map[string]any) {
 			c["iat"], c["exp"] = time.Now().Add(-10*time.Minute).Unix(), time.Now().Add(-2*time.Minute).Unix()
 		})},
-		{"alg none", forge(map[string]any{"alg": "none", "kid": kid}, claims(nil), func(string) []byte { return nil })},
-		{"HS256 keyed with the public key", forge(map[string]any{"alg": "HS256", "kid": kid}, claims(nil), func(in string) []byte {
+		{"alg none", assertiontest.Forge(map[string]any{"alg": "none", "kid": kid}, claims(nil), func(string) []byte { return nil })},
+		{"HS256 keyed with the public key", assertiontest.Forge(map[string]any{"alg": "HS256", "kid": kid}, claims(nil), func(in string) []byte {
 			h := hmac.New(sha256.New, pubPEM)
 			h.Write([]byte(in))
 			return h.Sum(nil)
@@ -209,25 +208,7 @@ func TestChatGPTLikeClient(t *testing.T) {
 
 func signRS256(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// forge builds a JWS by hand: the forgeries a JOSE library refuses to make.
-func forge(header, claims map[string]any, sig func(signingInput string) []byte) string {
-	enc := func(v any) string {
-		b, _ := json.Marshal(v)
-		return base64.RawURLEncoding.EncodeToString(b)
-	}
-	in := enc(header) + "." + enc(claims)
-	return in + "." + base64.RawURLEncoding.EncodeToString(sig(in))
+	return assertiontest.Sign(t, jose.RS256, key, kid, claims)
 }
 
 func postForm(t *testing.T, u string, form url.Values) (int, map[string]any) {
