@@ -102,6 +102,7 @@ func parseClientAuth(header string, v url.Values) (clientCredentials, *Error) {
 	if e != nil {
 		return clientCredentials{}, e
 	}
+	// Not param: an assertion may pass its 2 KB bound; parseAssertion has its own.
 	aJWT, e := single(v, "client_assertion")
 	if e != nil {
 		return clientCredentials{}, e
