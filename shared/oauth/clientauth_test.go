@@ -321,9 +321,11 @@ func TestPrivateKeyJWTRegistered(t *testing.T) {
 	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{publicJWK(key, "r1")}}
 	meta := map[string]any{"client_name": "Keyed", "redirect_uris": []string{nativeRedirect}, "application_type": "native",
 		"grant_types": []string{"authorization_code", "refresh_token"}, "token_endpoint_auth_method": "private_key_jwt", "jwks": set}
-	id, secret := h.register(meta)
-	if secret != "" {
-		t.Fatalf("a private_key_jwt registration got a client_secret")
+	status, reg, _ := h.postJSON("/oauth/register", meta)
+	id := str(reg, "client_id")
+	keys, _ := reg["jwks"].(map[string]any)
+	if status != http.StatusCreated || id == "" || reg["client_secret"] != nil || str(reg, "token_endpoint_auth_method") != "private_key_jwt" || keys["keys"] == nil {
+		t.Fatalf("registration: %d %v, want a client with its jwks and no client_secret", status, reg)
 	}
 	code := h.browser().authorize(t, id, nativeRedirect, "bob", "", "issues:read")
 	now := h.clock.Now()
