@@ -53,10 +53,7 @@ func parseAssertion(s string) (assertion, *Error) {
 	tok, err := jwt.ParseSigned(s, clientmeta.SigningAlgs)
 	if err != nil {
 		// The audit record names the client the refused assertion claims to be.
-		if sub := unverifiedSubject(s); sub != "" {
-			return assertion{subject: sub}, oerr(ErrInvalidClient, "client_assertion is not a compact JWS signed with RS256, PS256, ES256 or EdDSA")
-		}
-		return assertion{}, oerr(ErrInvalidClient, "client_assertion is not a compact JWS signed with RS256, PS256, ES256 or EdDSA")
+		return assertion{subject: unverifiedSubject(s)}, oerr(ErrInvalidClient, "client_assertion is not a compact JWS signed with RS256, PS256, ES256 or EdDSA")
 	}
 	if len(tok.Headers) != 1 {
 		return assertion{}, oerr(ErrInvalidClient, "client_assertion must carry exactly one signature")
