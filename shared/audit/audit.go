@@ -131,12 +131,18 @@ const (
 	ActionRefreshReuseDetected = "refresh_reuse_detected"
 	ActionGrantRevoked         = "grant_revoked"
 	ActionClientRegistered     = "client_registered"
+	// A refused request at the token or the revocation endpoint: failed client
+	// authentication, a replayed assertion, a code or refresh token the client may
+	// not use, an unknown grant type. The reason is refusalReason's (shared/oauth).
+	ActionTokenRefused      = "token_refused"
+	ActionRevocationRefused = "revocation_refused"
 )
 
 // Actions lists every authorization action, in the order of the schema's enum.
 var Actions = []string{
 	ActionConsentGranted, ActionConsentDenied, ActionTokenIssued, ActionTokenRefreshed,
 	ActionRefreshReuseDetected, ActionGrantRevoked, ActionClientRegistered,
+	ActionTokenRefused, ActionRevocationRefused,
 }
 
 // Sink delivers records. Write returns only when the record is durable enough that

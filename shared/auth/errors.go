@@ -25,6 +25,9 @@ const (
 type RejectError struct {
 	Reason  Reason
 	TokenID string // set when the token was found (expired, revoked)
+	// ClientID is the OAuth client of a found token ("" for a personal token): a
+	// refused call still says which client made it.
+	ClientID string
 }
 
 func (e *RejectError) Error() string {
@@ -36,6 +39,11 @@ func (e *RejectError) Error() string {
 
 func reject(r Reason, tokenID string) error {
 	return apperr.Wrap(apperr.InvalidToken, PublicMessage, &RejectError{Reason: r, TokenID: tokenID})
+}
+
+// rejectFound refuses a token that was found: its ids go with the refusal.
+func rejectFound(r Reason, rec TokenRecord) error {
+	return apperr.Wrap(apperr.InvalidToken, PublicMessage, &RejectError{Reason: r, TokenID: rec.TokenID, ClientID: rec.ClientID})
 }
 
 // RejectReason returns why err rejected a token, or "" when err is not a token

@@ -55,11 +55,11 @@ func (v *Verifier) verify(ctx context.Context, secret string) (Principal, time.T
 		return Principal{}, time.Time{}, reject(ReasonUnknown, "")
 	}
 	if rec.RevokedAt != nil {
-		return Principal{}, time.Time{}, reject(ReasonRevoked, rec.TokenID)
+		return Principal{}, time.Time{}, rejectFound(ReasonRevoked, rec)
 	}
 	// A zero expiry is expired: every token must carry one (fail closed).
 	if !v.now().Before(rec.ExpiresAt) {
-		return Principal{}, time.Time{}, reject(ReasonExpired, rec.TokenID)
+		return Principal{}, time.Time{}, rejectFound(ReasonExpired, rec)
 	}
 	if rec.WorkspaceID == "" || rec.UserID == "" || rec.TokenID == "" {
 		return Principal{}, time.Time{}, apperr.Internal(errors.New("token record " + rec.TokenID + " lacks workspace, user or id"))

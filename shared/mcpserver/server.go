@@ -337,7 +337,7 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, tool stri
 	var rej *auth.RejectError
 	if errors.As(err, &rej) && rej.TokenID != "" {
 		// An expired or revoked token is known: its public id helps spot misuse.
-		req.Principal = &auth.Principal{TokenID: rej.TokenID}
+		req.Principal = &auth.Principal{TokenID: rej.TokenID, ClientID: rej.ClientID}
 	}
 	h.guard.RecordRejected(r.Context(), req, e)
 	st.tool, st.outcome = tool, string(e.Code.Outcome())

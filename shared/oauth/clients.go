@@ -90,6 +90,9 @@ func fromRegistered(rc store.OAuthClient) clientmeta.Client {
 		TokenEndpointAuthMethod: rc.TokenEndpointAuthMethod,
 		GrantTypes:              slices.Clone(rc.GrantTypes),
 		ApplicationType:         rc.ApplicationType,
+		JWKSURI:                 rc.JWKSURI,
+		JWKS:                    rc.JWKS,
+		SigningAlg:              rc.SigningAlg,
 	}
 }
 

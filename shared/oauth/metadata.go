@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
 )
 
 // Metadata is the authorization server metadata document (RFC 8414), with the
@@ -21,7 +22,9 @@ type Metadata struct {
 	GrantTypesSupported                        []string `json:"grant_types_supported"`
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
 	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthSigningAlgValues     []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
 	ScopesSupported                            []string `json:"scopes_supported"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
@@ -35,7 +38,16 @@ const (
 	authSecretBasic = "client_secret_basic"
 )
 
-var authMethods = []string{authNone, authSecretPost, authSecretBasic}
+var authMethods = []string{authNone, authSecretPost, authSecretBasic, authPrivateKeyJWT}
+
+// signingAlgs are the algorithms private_key_jwt assertions may use.
+func signingAlgs() []string {
+	out := make([]string, len(clientmeta.SigningAlgs))
+	for i, a := range clientmeta.SigningAlgs {
+		out[i] = string(a)
+	}
+	return out
+}
 
 // Metadata is the RFC 8414 document for issuer (no trailing slash).
 func (s *Server) Metadata(issuer string) Metadata {
@@ -51,7 +63,10 @@ func (s *Server) Metadata(issuer string) Metadata {
 		CodeChallengeMethodsSupported:          []string{"S256"},
 		TokenEndpointAuthMethodsSupported:      slices.Clone(authMethods),
 		RevocationEndpointAuthMethodsSupported: slices.Clone(authMethods),
-		ScopesSupported:                        slices.Clone(auth.AllScopes),
+		// RFC 8414 section 2: required once private_key_jwt is listed.
+		TokenEndpointAuthSigningAlgValuesSupported: signingAlgs(),
+		RevocationEndpointAuthSigningAlgValues:     signingAlgs(),
+		ScopesSupported:                            slices.Clone(auth.AllScopes),
 		// Metadata documents are only fetched when a fetcher is configured; without
 		// one, advertising them would send clients down a path that fails.
 		ClientIDMetadataDocumentSupported:          s.cfg.Clients != nil,

@@ -106,6 +106,9 @@ type Config struct {
 	Upstream *upstream.Provider
 	// Dev enables the dev sign-in page. The caller allows it only on loopback.
 	Dev bool
+	// AdminOnly: the server only revokes grants for an admin (`aacmcp oauth grants
+	// revoke`) and serves no route, so having no sign-in is not worth a warning.
+	AdminOnly bool
 	// DevWorkspace is the workspace the dev sign-in page lists (default "demo").
 	DevWorkspace    string
 	AccessTokenTTL  time.Duration // default 1 h, at most MaxAccessTokenTTL
@@ -138,7 +141,8 @@ type signer interface {
 // Server answers every authorization server route. Safe for concurrent use.
 type Server struct {
 	cfg      Config
-	upstream signer // nil when there is none (a nil *Provider is not stored in it)
+	upstream signer              // nil when there is none (a nil *Provider is not stored in it)
+	keys     *clientmeta.KeySets // private_key_jwt clients' jwks_uri; nil without Clients
 	log      *slog.Logger
 	now      func() time.Time
 	scopes   []scopeInfo // the seven scopes and the tools each unlocks
@@ -192,7 +196,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Upstream != nil {
 		s.upstream = cfg.Upstream
 	}
-	if s.upstream == nil && !cfg.Dev {
+	if cfg.Clients != nil {
+		s.keys = clientmeta.NewKeySets(cfg.Clients)
+	}
+	if s.upstream == nil && !cfg.Dev && !cfg.AdminOnly {
 		s.log.Warn("oauth: no upstream identity provider and not --dev: nobody can sign in")
 	}
 	s.scopes = scopeCatalog(cfg.Catalog)
@@ -324,6 +331,9 @@ type request struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	issuer string
+	// claimed is the client id a token or revocation request named, before (or
+	// whether or not) it authenticated: what a refusal's audit record names.
+	claimed string
 }
 
 func (q *request) ctx() context.Context { return q.r.Context() }

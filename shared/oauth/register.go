@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -32,6 +33,10 @@ type registrationResponse struct {
 	ResponseTypes           []string `json:"response_types"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 	ApplicationType         string   `json:"application_type"`
+	// A private_key_jwt client's keys, as registered.
+	JWKSURI    string          `json:"jwks_uri,omitempty"`
+	JWKS       json.RawMessage `json:"jwks,omitempty"`
+	SigningAlg string          `json:"token_endpoint_auth_signing_alg,omitempty"`
 }
 
 // register is POST /oauth/register (RFC 7591). Registration is open under either
@@ -77,13 +82,13 @@ func (q *request) register() {
 		ClientID: randomString(), Name: c.Name, RedirectURIs: c.RedirectURIs,
 		ApplicationType: c.ApplicationType, TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
 		GrantTypes: c.GrantTypes, ClientURI: c.ClientURI, SourceIP: ip,
-		CreatedAt: now, LastUsedAt: now,
+		CreatedAt: now, LastUsedAt: now, JWKSURI: c.JWKSURI, JWKS: c.JWKS, SigningAlg: c.SigningAlg,
 	}
 	if rc.TokenEndpointAuthMethod == "" {
 		rc.TokenEndpointAuthMethod = authNone
 	}
 	var secret string
-	if rc.TokenEndpointAuthMethod != authNone {
+	if rc.TokenEndpointAuthMethod == authSecretPost || rc.TokenEndpointAuthMethod == authSecretBasic {
 		secret = randomString()
 		rc.SecretHash = auth.Hash(secret)
 	}
@@ -105,6 +110,10 @@ func (q *request) register() {
 		ClientName: rc.Name, ClientURI: rc.ClientURI, LogoURI: c.LogoURI, RedirectURIs: rc.RedirectURIs,
 		GrantTypes: rc.GrantTypes, ResponseTypes: []string{"code"},
 		TokenEndpointAuthMethod: rc.TokenEndpointAuthMethod, ApplicationType: rc.ApplicationType,
+		JWKSURI: rc.JWKSURI, SigningAlg: rc.SigningAlg,
+	}
+	if rc.JWKS != "" {
+		resp.JWKS = json.RawMessage(rc.JWKS)
 	}
 	if secret != "" {
 		var never int64 // RFC 7591: 0 means the secret does not expire

@@ -21,31 +21,32 @@ import (
 func (q *request) revoke() {
 	ctx := q.ctx()
 	if mt, _, _ := strings.Cut(q.r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
-		q.jsonError(oerr(ErrInvalidRequest, "the revocation request must be application/x-www-form-urlencoded"))
+		q.refuse(audit.ActionRevocationRefused, oerr(ErrInvalidRequest, "the revocation request must be application/x-www-form-urlencoded"))
 		return
 	}
 	if err := q.r.ParseForm(); err != nil {
-		q.jsonError(oerr(ErrInvalidRequest, "the revocation request body could not be read (too large or malformed)"))
+		q.refuse(audit.ActionRevocationRefused, oerr(ErrInvalidRequest, "the revocation request body could not be read (too large or malformed)"))
 		return
 	}
 	v := q.r.PostForm
+	q.claimed = v.Get("client_id")
 	tok, e := param(v, "token", true)
 	if e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionRevocationRefused, e)
 		return
 	}
 	if _, e := param(v, "token_type_hint", false); e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionRevocationRefused, e)
 		return
 	}
 	c, e := q.authenticateClient(ctx, v)
 	if e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionRevocationRefused, e)
 		return
 	}
 	grantID, err := q.grantOf(ctx, tok)
 	if err != nil {
-		q.jsonError(q.internal("looked up the token", err))
+		q.refuse(audit.ActionRevocationRefused, q.internal("looked up the token", err))
 		return
 	}
 	if grantID != "" {
@@ -53,11 +54,11 @@ func (q *request) revoke() {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			q.jsonError(q.internal("read the grant", err))
+			q.refuse(audit.ActionRevocationRefused, q.internal("read the grant", err))
 			return
 		case g.ClientID == c.ClientID:
 			if _, err := q.s.revokeGrant(ctx, g.ID, "client", q.event("")); err != nil && !errors.Is(err, store.ErrNotFound) {
-				q.jsonError(q.internal("revoked the grant", err))
+				q.refuse(audit.ActionRevocationRefused, q.internal("revoked the grant", err))
 				return
 			}
 		}
@@ -86,13 +87,19 @@ func (q *request) grantOf(ctx context.Context, tok string) (string, error) {
 	return "", nil
 }
 
+// RevokerAgent begins the user_agent of a grant_revoked record that no request
+// caused: "aacmcp-cli (admin)" for `aacmcp oauth grants revoke`.
+const RevokerAgent = "aacmcp-cli"
+
 // RevokeGrant revokes a grant: its refresh token fails at once, and its access
 // tokens are revoked in the tokens table, so they fail within the verifier's cache
 // bound (60 s). by says who asked ("admin", "user:<id>", "client", "code_replay",
 // "refresh_reuse") and goes to the log line beside the grant_revoked audit record.
 // Revoking a revoked grant revokes its tokens again and succeeds.
 func (s *Server) RevokeGrant(ctx context.Context, grantID string, by string) (store.OAuthGrant, error) {
-	return s.revokeGrant(ctx, grantID, by, event{action: audit.ActionGrantRevoked})
+	// No request: the record's user agent names the revoker (an admin through the
+	// CLI), where a revocation on the grants page carries the person's browser.
+	return s.revokeGrant(ctx, grantID, by, event{action: audit.ActionGrantRevoked, ua: RevokerAgent + " (" + by + ")"})
 }
 
 func (s *Server) revokeGrant(ctx context.Context, grantID, by string, ev event) (store.OAuthGrant, error) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/store"
@@ -55,9 +56,12 @@ func TestMetadataEverywhere(t *testing.T) {
 			"response_types_supported":                   {"code"},
 			"grant_types_supported":                      {"authorization_code", "refresh_token"},
 			"code_challenge_methods_supported":           {"S256"},
-			"token_endpoint_auth_methods_supported":      {"none", "client_secret_post", "client_secret_basic"},
-			"revocation_endpoint_auth_methods_supported": {"none", "client_secret_post", "client_secret_basic"},
+			"token_endpoint_auth_methods_supported":      {"none", "client_secret_post", "client_secret_basic", "private_key_jwt"},
+			"revocation_endpoint_auth_methods_supported": {"none", "client_secret_post", "client_secret_basic", "private_key_jwt"},
 			"scopes_supported":                           auth.AllScopes,
+			// Asymmetric only: never none or an HMAC.
+			"token_endpoint_auth_signing_alg_values_supported":      {"RS256", "PS256", "ES256", "EdDSA"},
+			"revocation_endpoint_auth_signing_alg_values_supported": {"RS256", "PS256", "ES256", "EdDSA"},
 		}
 		for k, v := range lists {
 			var got []string
@@ -130,9 +134,13 @@ func TestHappyPath(t *testing.T) {
 		t.Fatalf("grant after revocation = %+v, %v", g, err)
 	}
 
-	want := []string{audit.ActionClientRegistered, audit.ActionConsentGranted, audit.ActionTokenIssued, audit.ActionTokenRefreshed, audit.ActionGrantRevoked}
+	// The refused refresh after the revocation is audited too.
+	want := []string{audit.ActionClientRegistered, audit.ActionConsentGranted, audit.ActionTokenIssued, audit.ActionTokenRefreshed, audit.ActionGrantRevoked, audit.ActionTokenRefused}
 	if got := h.sink.actions(); !slices.Equal(got, want) {
 		t.Fatalf("audit actions = %q, want %q", got, want)
+	}
+	if r, _ := h.sink.last(audit.ActionTokenRefused); r.ClientID != id || r.Outcome != audit.OutcomeDenied || r.Reason != string(apperr.PermissionDenied) || r.SourceIP != "127.0.0.1" {
+		t.Errorf("token_refused record = %+v, want client %s, denied, permission_denied (invalid_grant), from 127.0.0.1", r, id)
 	}
 	for _, r := range h.sink.recs {
 		if r.EventType != audit.EventAuthorization || r.Transport != audit.TransportOAuth || r.ClientID != id || r.RequestID != "req-test" {

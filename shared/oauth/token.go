@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -81,12 +82,13 @@ func parseTokenRequest(v url.Values) (tokenRequest, *Error) {
 // clientCredentials are how a request authenticated its client.
 type clientCredentials struct {
 	ID, Secret, Method string
+	Assertion          assertion // private_key_jwt
 }
 
 // parseClientAuth reads the client's credentials from the Authorization header
 // (client_secret_basic, RFC 6749 section 2.3.1: both parts form-encoded) or the form
-// (client_secret_post, or none with a bare client_id). Using two methods at once is
-// invalid_request.
+// (client_secret_post, private_key_jwt's client_assertion, or none with a bare
+// client_id). Using two methods at once is invalid_request.
 func parseClientAuth(header string, v url.Values) (clientCredentials, *Error) {
 	formID, e := param(v, "client_id", false)
 	if e != nil {
@@ -95,6 +97,34 @@ func parseClientAuth(header string, v url.Values) (clientCredentials, *Error) {
 	formSecret, e := param(v, "client_secret", false)
 	if e != nil {
 		return clientCredentials{}, e
+	}
+	aType, e := param(v, "client_assertion_type", false)
+	if e != nil {
+		return clientCredentials{}, e
+	}
+	// Not param: an assertion may pass its 2 KB bound; parseAssertion has its own.
+	aJWT, e := single(v, "client_assertion")
+	if e != nil {
+		return clientCredentials{}, e
+	}
+	if aType != "" || aJWT != "" {
+		switch {
+		case header != "" || formSecret != "":
+			return clientCredentials{}, oerr(ErrInvalidRequest, "the client authenticated twice (client_assertion and a secret); use one method")
+		case aType != assertionTypeJWT:
+			return clientCredentials{ID: cmp.Or(formID, unverifiedSubject(aJWT))}, oerr(ErrInvalidClient, "client_assertion_type must be "+assertionTypeJWT)
+		case aJWT == "":
+			return clientCredentials{}, oerr(ErrInvalidClient, "client_assertion is required with client_assertion_type")
+		}
+		a, e := parseAssertion(aJWT)
+		if e != nil {
+			return clientCredentials{ID: assertionClientID(formID, a)}, e
+		}
+		id := assertionClientID(formID, a)
+		if id == "" {
+			return clientCredentials{}, oerr(ErrInvalidClient, "client_id is required (in the form, or as the client_assertion's sub)")
+		}
+		return clientCredentials{ID: id, Method: authPrivateKeyJWT, Assertion: a}, nil
 	}
 	if header != "" {
 		scheme, cred, _ := strings.Cut(header, " ")
@@ -131,7 +161,11 @@ func parseClientAuth(header string, v url.Values) (clientCredentials, *Error) {
 // authenticateClient resolves the client and checks its credentials by the method it
 // registered.
 func (q *request) authenticateClient(ctx context.Context, v url.Values) (client, *Error) {
+	q.claimed = v.Get("client_id")
 	cred, e := parseClientAuth(q.r.Header.Get("Authorization"), v)
+	if cred.ID != "" {
+		q.claimed = cred.ID
+	}
 	if e != nil {
 		return client{}, e
 	}
@@ -146,8 +180,16 @@ func (q *request) authenticateClient(ctx context.Context, v url.Values) (client,
 	if cred.Method != want {
 		return client{}, oerr(ErrInvalidClient, "client "+quote(c.ClientID)+" authenticates with "+want+", but this request used "+cred.Method)
 	}
-	if want != authNone && !hashEqual(cred.Secret, c.secretHash) {
-		return client{}, oerr(ErrInvalidClient, "client authentication failed: wrong client_secret")
+	switch want {
+	case authNone:
+	case authPrivateKeyJWT:
+		if e := q.verifyAssertion(ctx, c, cred.Assertion); e != nil {
+			return client{}, e
+		}
+	default:
+		if !hashEqual(cred.Secret, c.secretHash) {
+			return client{}, oerr(ErrInvalidClient, "client authentication failed: wrong client_secret")
+		}
 	}
 	return c, nil
 }
@@ -165,23 +207,24 @@ type tokenResponse struct {
 func (q *request) token() {
 	ctx := q.ctx()
 	if mt, _, _ := strings.Cut(q.r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded") {
-		q.jsonError(oerr(ErrInvalidRequest, "the token request must be application/x-www-form-urlencoded"))
+		q.refuse(audit.ActionTokenRefused, oerr(ErrInvalidRequest, "the token request must be application/x-www-form-urlencoded"))
 		return
 	}
 	if err := q.r.ParseForm(); err != nil {
-		q.jsonError(oerr(ErrInvalidRequest, "the token request body could not be read (too large or malformed)"))
+		q.refuse(audit.ActionTokenRefused, oerr(ErrInvalidRequest, "the token request body could not be read (too large or malformed)"))
 		return
 	}
 	// Only the body counts (RFC 6749 section 3.2: POST); ParseForm merged the query in.
 	v := q.r.PostForm
+	q.claimed = v.Get("client_id")
 	t, e := parseTokenRequest(v)
 	if e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionTokenRefused, e)
 		return
 	}
 	c, e := q.authenticateClient(ctx, v)
 	if e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionTokenRefused, e)
 		return
 	}
 	q.touch(ctx, c)
@@ -192,7 +235,7 @@ func (q *request) token() {
 		resp, e = q.refresh(ctx, c, t)
 	}
 	if e != nil {
-		q.jsonError(e)
+		q.refuse(audit.ActionTokenRefused, e)
 		return
 	}
 	writeJSON(q.w, http.StatusOK, resp)

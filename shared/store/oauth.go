@@ -26,7 +26,7 @@ type OAuthClient struct {
 	Name                    string    `json:"client_name"`
 	RedirectURIs            []string  `json:"redirect_uris"`
 	ApplicationType         string    `json:"application_type"`           // "web" or "native"
-	TokenEndpointAuthMethod string    `json:"token_endpoint_auth_method"` // none, client_secret_post, client_secret_basic
+	TokenEndpointAuthMethod string    `json:"token_endpoint_auth_method"` // none, client_secret_post, client_secret_basic, private_key_jwt
 	GrantTypes              []string  `json:"grant_types"`
 	ClientURI               string    `json:"client_uri,omitempty"`
 	SourceIP                string    `json:"source_ip,omitempty"` // who registered it, for the audit trail
@@ -34,6 +34,12 @@ type OAuthClient struct {
 	// LastUsedAt moves on every authorization and token request; a registration
 	// unused for OAuthClientLapse is treated as unknown.
 	LastUsedAt time.Time `json:"last_used_at"`
+
+	// JWKSURI or JWKS (a JSON Web Key Set) holds a private_key_jwt client's public
+	// keys; SigningAlg is the one algorithm it signs with ("" for any allowed).
+	JWKSURI    string `json:"jwks_uri,omitempty"`
+	JWKS       string `json:"jwks,omitempty"`
+	SigningAlg string `json:"token_endpoint_auth_signing_alg,omitempty"`
 }
 
 // OAuthClientLapse is how long a registration may go unused before it lapses.
@@ -174,6 +180,11 @@ type OAuthStore interface {
 	// UsedAt nil for the first redemption, set for every later one (the caller then
 	// revokes the grant). An unknown or expired code is not_found.
 	ConsumeOAuthCode(ctx context.Context, hash string, at time.Time) (OAuthCode, error)
+
+	// CreateOAuthAssertion records a client assertion (RFC 7523) as used until
+	// expiresAt: hash is the hex SHA-256 of its issuer and jti. A live record with
+	// that hash is conflict (ErrAlreadyExists): the assertion is replayed.
+	CreateOAuthAssertion(ctx context.Context, hash string, expiresAt time.Time) error
 
 	CreateOAuthGrant(ctx context.Context, g OAuthGrant) error
 	GetOAuthGrant(ctx context.Context, id string) (OAuthGrant, error)

@@ -125,12 +125,9 @@ func (a *Authorizer) Handle(ctx context.Context, req events.APIGatewayCustomAuth
 			a.log.Error("token verification failed", "request_id", req.RequestContext.RequestID, "err", err)
 			return events.APIGatewayCustomAuthorizerResponse{}, errors.New("token verification unavailable")
 		}
-		var tokenID string
 		var rej *auth.RejectError
-		if errors.As(err, &rej) {
-			tokenID = rej.TokenID
-		}
-		a.reject(ctx, req, e, tokenID)
+		errors.As(err, &rej)
+		a.reject(ctx, req, e, rej)
 		a.countFailure(ctx, ip, now)
 		reason := auth.RejectReason(err)
 		a.log.Info("token rejected", "request_id", req.RequestContext.RequestID,
@@ -216,7 +213,7 @@ func (a *Authorizer) sourceIP(req events.APIGatewayCustomAuthorizerRequestTypeRe
 }
 
 // reject writes the one audit record of a refused request.
-func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, tokenID string) {
+func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest, e *apperr.Error, rej *auth.RejectError) {
 	tool, transport := record.Route(req.Resource, req.Path, req.PathParameters)
 	gr := record.Request{
 		Tool:      tool,
@@ -225,9 +222,10 @@ func (a *Authorizer) reject(ctx context.Context, req events.APIGatewayCustomAuth
 		UserAgent: header(req, "User-Agent"),
 		SourceIP:  a.sourceIP(req),
 	}
-	if tokenID != "" {
-		// An expired or revoked token is known: its public id helps spot misuse.
-		gr.Principal = &auth.Principal{TokenID: tokenID}
+	if rej != nil && rej.TokenID != "" {
+		// An expired or revoked token is known: its public id, and its OAuth client,
+		// help spot misuse.
+		gr.Principal = &auth.Principal{TokenID: rej.TokenID, ClientID: rej.ClientID}
 	}
 	a.cfg.Audit.RecordRejected(ctx, gr, e)
 }

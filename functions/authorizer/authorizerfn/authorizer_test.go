@@ -93,7 +93,7 @@ func TestHandleDecisions(t *testing.T) {
 		case other:
 			return auth.Principal{}, apperr.Internal(errors.New("table down"))
 		}
-		return auth.Principal{}, apperr.Wrap(apperr.InvalidToken, auth.PublicMessage, &auth.RejectError{Reason: auth.ReasonRevoked, TokenID: "tok_revoked"})
+		return auth.Principal{}, apperr.Wrap(apperr.InvalidToken, auth.PublicMessage, &auth.RejectError{Reason: auth.ReasonRevoked, TokenID: "tok_revoked", ClientID: "https://chatgpt.example/client.json"})
 	})
 	unknown, _, _ := auth.Mint()
 	arn := "arn:aws:execute-api:us-east-1:123456789012:api1/prod/POST/tools/get_issue"
@@ -177,12 +177,16 @@ func TestHandleDecisions(t *testing.T) {
 				if r.Tool != "get_issue" || r.SourceIP != "198.51.100.7" || r.RequestID != "req-1" || r.Transport != "rest" || r.UserAgent != "ua/1" {
 					t.Errorf("audited request = %+v", r)
 				}
-				gotTok := ""
+				gotTok, gotClient := "", ""
 				if r.Principal != nil {
-					gotTok = r.Principal.TokenID
+					gotTok, gotClient = r.Principal.TokenID, r.Principal.ClientID
 				}
 				if gotTok != tt.wantTokenID {
 					t.Errorf("audited token id = %q, want %q", gotTok, tt.wantTokenID)
+				}
+				// A revoked OAuth token's refusal still names its client.
+				if wantClient := map[bool]string{true: "https://chatgpt.example/client.json"}[tt.wantTokenID != ""]; gotClient != wantClient {
+					t.Errorf("audited client id = %q, want %q", gotClient, wantClient)
 				}
 			}
 			if got := fails.n["198.51.100.7"]; got != tt.wantFailures {

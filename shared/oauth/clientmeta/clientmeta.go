@@ -20,9 +20,13 @@ import (
 type Client struct {
 	ClientID, Name, ClientURI, LogoURI string
 	RedirectURIs                       []string
-	TokenEndpointAuthMethod            string   // "none", "client_secret_post", "client_secret_basic"
+	TokenEndpointAuthMethod            string   // "none", "client_secret_post", "client_secret_basic", "private_key_jwt"
 	GrantTypes                         []string // default ["authorization_code"]
 	ApplicationType                    string   // "web" or "native"
+	// JWKSURI or JWKS (the validated set, as JSON) holds a private_key_jwt client's
+	// public keys; SigningAlg is the one algorithm its assertions may use ("" for any
+	// of SigningAlgs).
+	JWKSURI, JWKS, SigningAlg string
 }
 
 // Error codes (RFC 7591 §3.2.2 and RFC 6749 §5.2).
@@ -37,6 +41,7 @@ const (
 	AuthNone              = "none"
 	AuthClientSecretPost  = "client_secret_post"
 	AuthClientSecretBasic = "client_secret_basic"
+	AuthPrivateKeyJWT     = "private_key_jwt" // RFC 7523 §2.2
 
 	GrantAuthorizationCode = "authorization_code"
 	GrantRefreshToken      = "refresh_token"

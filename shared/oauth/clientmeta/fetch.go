@@ -272,47 +272,9 @@ func outage(e *Error) *fetchError { return &fetchError{Error: e, outage: true} }
 
 // fetch does one GET and returns the validated client and how long it may be cached.
 func (f *Fetcher) fetch(clientID string) (Client, time.Duration, *fetchError) {
-	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientID, nil)
-	if err != nil {
-		return Client{}, 0, refused(descNotMetadataURL)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "aacmcp-oauth-client-metadata")
-	resp, err := f.http.Do(req)
-	if err != nil {
-		return Client{}, 0, outage(transportError(err))
-	}
-	defer func() { _ = resp.Body.Close() }()
-
-	switch s := resp.StatusCode; {
-	case s >= 300 && s < 400:
-		return Client{}, 0, refused(descRedirect(s))
-	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
-		return Client{}, 0, outage(invalidClient(descStatus(s)))
-	case s != http.StatusOK:
-		return Client{}, 0, refused(descStatus(s))
-	}
-	if !isJSONMediaType(resp.Header.Get("Content-Type")) {
-		return Client{}, 0, refused(descContentType)
-	}
-	if resp.ContentLength > f.opts.MaxBytes {
-		return Client{}, 0, refused(descTooLarge(f.opts.MaxBytes))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
-	// When the deadline cuts a body short, net/http can report a clean EOF instead of
-	// the deadline (seen in about one run in four here); the truncated bytes would then
-	// be judged as a malformed document. A read that ends after the deadline is a
-	// timeout, whatever the reader said.
-	if ctx.Err() != nil {
-		return Client{}, 0, outage(invalidClient(descTimeout))
-	}
-	if err != nil {
-		return Client{}, 0, outage(transportError(err))
-	}
-	if int64(len(body)) > f.opts.MaxBytes {
-		return Client{}, 0, refused(descTooLarge(f.opts.MaxBytes))
+	body, h, ferr := f.getJSON(clientID)
+	if ferr != nil {
+		return Client{}, 0, ferr
 	}
 	c, err := parseDocument(clientID, body)
 	if err != nil {
@@ -322,7 +284,55 @@ func (f *Fetcher) fetch(clientID string) (Client, time.Duration, *fetchError) {
 		}
 		return Client{}, 0, &fetchError{Error: e}
 	}
-	return c, freshness(resp.Header, f.opts.Now(), min(defaultTTL, f.opts.MaxAge), f.opts.MaxAge), nil
+	return c, freshness(h, f.opts.Now(), min(defaultTTL, f.opts.MaxAge), f.opts.MaxAge), nil
+}
+
+// getJSON does one GET of a JSON resource a client published (its document or its
+// key set) under the fetcher's limits, and returns the body and the headers.
+func (f *Fetcher) getJSON(rawURL string) ([]byte, http.Header, *fetchError) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, nil, refused(descNotMetadataURL)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "aacmcp-oauth-client-metadata")
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return nil, nil, outage(transportError(err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	switch s := resp.StatusCode; {
+	case s >= 300 && s < 400:
+		return nil, nil, refused(descRedirect(s))
+	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+		return nil, nil, outage(invalidClient(descStatus(s)))
+	case s != http.StatusOK:
+		return nil, nil, refused(descStatus(s))
+	}
+	if !isJSONMediaType(resp.Header.Get("Content-Type")) {
+		return nil, nil, refused(descContentType)
+	}
+	if resp.ContentLength > f.opts.MaxBytes {
+		return nil, nil, refused(descTooLarge(f.opts.MaxBytes))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
+	// When the deadline cuts a body short, net/http can report a clean EOF instead of
+	// the deadline (seen in about one run in four here); the truncated bytes would then
+	// be judged as a malformed document. A read that ends after the deadline is a
+	// timeout, whatever the reader said.
+	if ctx.Err() != nil {
+		return nil, nil, outage(invalidClient(descTimeout))
+	}
+	if err != nil {
+		return nil, nil, outage(transportError(err))
+	}
+	if int64(len(body)) > f.opts.MaxBytes {
+		return nil, nil, refused(descTooLarge(f.opts.MaxBytes))
+	}
+	return body, resp.Header, nil
 }
 
 // isJSONMediaType accepts application/json and, as the draft allows, a more specific

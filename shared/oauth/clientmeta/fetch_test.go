@@ -143,7 +143,7 @@ func TestFetch(t *testing.T) {
 		{name: "vendor +json type", path: "/vendor.json"},
 		{name: "exactly at the size limit", path: "/at-limit.json"},
 		{name: "client_id mismatch", path: "/mismatch.json", desc: "the client metadata document is invalid: client_id in the document does not equal the URL it was fetched from"},
-		{name: "shared secret method", path: "/secret.json", desc: `the client metadata document is invalid: token_endpoint_auth_method must be "none" for a client metadata document client`},
+		{name: "shared secret method", path: "/secret.json", desc: `the client metadata document is invalid: token_endpoint_auth_method must be "none" or "private_key_jwt" for a client metadata document client`},
 		{name: "oversize body", path: "/over-limit.json", desc: descTooLarge(defaultMaxBytes)},
 		{name: "oversize content-length", path: "/over-length.json", desc: descTooLarge(defaultMaxBytes)},
 		{name: "smaller MaxBytes", path: "/good.json", opts: Options{MaxBytes: 64}, desc: descTooLarge(64)},

@@ -134,7 +134,7 @@ func parseMetadata(body []byte, from origin, clientID string) (Client, *problem)
 		*f.dst = v
 	}
 
-	if c.TokenEndpointAuthMethod, p = authMethod(m, from); p != nil {
+	if p = authMethod(m, from, &c); p != nil {
 		return Client{}, p
 	}
 	if c.GrantTypes, p = grantTypes(m); p != nil {
@@ -184,29 +184,34 @@ func parseMetadata(body []byte, from origin, clientID string) (Client, *problem)
 	return c, nil
 }
 
-func authMethod(m map[string]json.RawMessage, from origin) (string, *problem) {
+// authMethod sets c's token endpoint authentication: the method and, for
+// private_key_jwt (RFC 7523 §2.2), where its keys are and the algorithm it signs with.
+func authMethod(m map[string]json.RawMessage, from origin, c *Client) *problem {
 	v, ok, p := getString(m, "token_endpoint_auth_method")
 	if p != nil {
-		return "", p
+		return p
 	}
-	if from == fromDocument {
-		// A document is public: there is no channel to agree a shared secret, and this
-		// server does not support private_key_jwt. Absent means "none" here, not the
-		// RFC 7591 default, because a document cannot hold a secret.
-		if ok && v != AuthNone {
-			return "", metadataProblem(`token_endpoint_auth_method must be "none" for a client metadata document client`)
-		}
-		return AuthNone, nil
-	}
-	if !ok {
+	switch {
+	case !ok && from == fromDocument:
+		// A document cannot hold a secret, so absent means "none" here, not the
+		// RFC 7591 default.
+		v = AuthNone
+	case !ok:
 		// RFC 7591 §2: "If unspecified or omitted, the default is client_secret_basic".
-		return AuthClientSecretBasic, nil
+		v = AuthClientSecretBasic
 	}
-	switch v {
-	case AuthNone, AuthClientSecretPost, AuthClientSecretBasic:
-		return v, nil
+	switch {
+	case v == AuthPrivateKeyJWT:
+		c.TokenEndpointAuthMethod = v
+		return clientKeys(m, c)
+	case v == AuthNone, from == fromRegistration && (v == AuthClientSecretPost || v == AuthClientSecretBasic):
+		c.TokenEndpointAuthMethod = v
+		return nil
+	case from == fromDocument:
+		// A document is public: there is no channel to agree a shared secret.
+		return metadataProblem(`token_endpoint_auth_method must be "none" or "private_key_jwt" for a client metadata document client`)
 	}
-	return "", metadataProblem(`token_endpoint_auth_method must be one of "none", "client_secret_post", "client_secret_basic"`)
+	return metadataProblem(`token_endpoint_auth_method must be one of "none", "client_secret_post", "client_secret_basic", "private_key_jwt"`)
 }
 
 // grantTypes applies RFC 7591 §2 defaults and keeps the grant types this server

@@ -70,6 +70,9 @@ func encodeClient(c store.OAuthClient) item {
 	setStr(it, "token_endpoint_auth_method", c.TokenEndpointAuthMethod)
 	setStr(it, "client_uri", c.ClientURI)
 	setStr(it, "source_ip", c.SourceIP)
+	setStr(it, "jwks_uri", c.JWKSURI)
+	setStr(it, "jwks", c.JWKS)
+	setStr(it, "signing_alg", c.SigningAlg)
 	it["created_at"], it["last_used_at"] = avTime(c.CreatedAt), avTime(c.LastUsedAt)
 	it[attrTTL] = expiryTTL(c.LastUsedAt.Add(store.OAuthClientLapse))
 	return it
@@ -82,6 +85,7 @@ func decodeClient(it item) (store.OAuthClient, error) {
 		RedirectURIs: d.strings("redirect_uris"), ApplicationType: d.str("application_type"),
 		TokenEndpointAuthMethod: d.str("token_endpoint_auth_method"), GrantTypes: d.strings("grant_types"),
 		ClientURI: d.str("client_uri"), SourceIP: d.str("source_ip"),
+		JWKSURI: d.str("jwks_uri"), JWKS: d.str("jwks"), SigningAlg: d.str("signing_alg"),
 		CreatedAt: d.time("created_at"), LastUsedAt: d.time("last_used_at"),
 	}
 	return c, d.err
@@ -439,6 +443,17 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	}
 	c.CreatedAt = s.orNow(c.CreatedAt)
 	return s.putNew(ctx, encodeCode(c), nonce(), "authorization code", "CreateOAuthCode")
+}
+
+// CreateOAuthAssertion implements store.OAuthStore: one conditional put, so of
+// concurrent uses of one assertion exactly one passes.
+func (s *Store) CreateOAuthAssertion(ctx context.Context, hash string, expiresAt time.Time) error {
+	if !validPart(hash) || expiresAt.IsZero() {
+		return store.Invalid("client assertion needs a hash and an expiry")
+	}
+	it := key(oauthAssertPK(hash), skAssert)
+	it["expires_at"], it[attrTTL] = avTime(expiresAt), expiryTTL(expiresAt)
+	return s.putNew(ctx, it, nonce(), "client assertion", "CreateOAuthAssertion")
 }
 
 // ConsumeOAuthCode implements store.OAuthStore. The redemption is one conditional

@@ -20,6 +20,7 @@ import (
 //	refresh hash       OAUTH#REFRESH#<sha256>          REFRESH   -> grant id, state current|rotated     (ttl)
 //	grant list entry   OAUTH#WSGRANTS#<ws>             <created>#<id>  GSI1: OAUTH#GRANTS / <created>#<id> (ttl)
 //	policy             OAUTH#POLICY                    POLICY                                           (no ttl)
+//	client assertion   OAUTH#ASSERTION#<sha256>        ASSERTION                                        (ttl)
 //
 // Member lookups (written by UpdateMember and DeleteMember beside the member record,
 // which stays the source of truth: a lookup only says where to look):
@@ -52,6 +53,7 @@ const (
 	skGrant   = "GRANT"
 	skRefresh = "REFRESH"
 	skPolicy  = "POLICY"
+	skAssert  = "ASSERTION"
 
 	oauthClientsGSI   = OAuthPrefix + "CLIENTS"
 	oauthAllGrantsGSI = OAuthPrefix + "GRANTS"
@@ -63,6 +65,7 @@ func oauthPendingPK(id string) string   { return OAuthPrefix + "PENDING#" + id }
 func oauthCodePK(hash string) string    { return OAuthPrefix + "CODE#" + hash }
 func oauthGrantPK(id string) string     { return OAuthPrefix + "GRANT#" + id }
 func oauthRefreshPK(hash string) string { return OAuthPrefix + "REFRESH#" + hash }
+func oauthAssertPK(hash string) string  { return OAuthPrefix + "ASSERTION#" + hash }
 func oauthWSGrantsPK(ws string) string  { return OAuthPrefix + "WSGRANTS#" + ws }
 func oauthUserGrantsGSI(user string) string {
 	return OAuthPrefix + "GRANTS#USER#" + user

@@ -22,12 +22,15 @@ type oauth struct {
 	grants  map[string]store.OAuthGrant // by id
 	// rotated maps a refresh hash a grant has rotated away from to that grant.
 	rotated map[string]string
-	policy  *store.OAuthPolicy
+	// assertions maps a used client assertion's hash to when it may be used again.
+	assertions map[string]time.Time
+	policy     *store.OAuthPolicy
 }
 
 func newOAuth() oauth {
 	return oauth{clients: map[string]store.OAuthClient{}, pending: map[string]store.OAuthPending{},
-		codes: map[string]store.OAuthCode{}, grants: map[string]store.OAuthGrant{}, rotated: map[string]string{}}
+		codes: map[string]store.OAuthCode{}, grants: map[string]store.OAuthGrant{}, rotated: map[string]string{},
+		assertions: map[string]time.Time{}}
 }
 
 // The copies that keep callers from sharing the store's slices.
@@ -253,6 +256,34 @@ func (s *Store) ConsumeOAuthCode(_ context.Context, hash string, at time.Time) (
 		s.oauth.codes[hash] = c
 	}
 	return out, nil
+}
+
+// ---- client assertions ----
+
+// assertionSweep is the map size past which a create first drops expired
+// assertions: unlike the other records, every one of them is written once and
+// never read again, so left alone they would only grow.
+const assertionSweep = 1024
+
+// CreateOAuthAssertion implements store.OAuthStore.
+func (s *Store) CreateOAuthAssertion(_ context.Context, hash string, expiresAt time.Time) error {
+	if hash == "" || expiresAt.IsZero() {
+		return store.Invalid("client assertion needs a hash and an expiry")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if exp, ok := s.oauth.assertions[hash]; ok && s.live(exp) {
+		return store.Errorf(store.ErrAlreadyExists, "client assertion already exists")
+	}
+	if len(s.oauth.assertions) >= assertionSweep {
+		for h, exp := range s.oauth.assertions {
+			if !s.live(exp) {
+				delete(s.oauth.assertions, h)
+			}
+		}
+	}
+	s.oauth.assertions[hash] = expiresAt.UTC()
+	return nil
 }
 
 // ---- grants ----

@@ -49,14 +49,16 @@ func foldEmail(e string) string { return strings.ToLower(e) }
 // ---- clients ----
 
 const clientCols = `client_id, secret_hash, name, redirect_uris, application_type,
-	token_endpoint_auth_method, grant_types, client_uri, source_ip, created_at, last_used_at`
+	token_endpoint_auth_method, grant_types, client_uri, source_ip, created_at, last_used_at,
+	jwks_uri, jwks, signing_alg`
 
 func scanClient(r scanner) (store.OAuthClient, error) {
 	var c store.OAuthClient
 	var redirects, grants string
 	var created, used int64
 	if err := r.Scan(&c.ClientID, &c.SecretHash, &c.Name, &redirects, &c.ApplicationType,
-		&c.TokenEndpointAuthMethod, &grants, &c.ClientURI, &c.SourceIP, &created, &used); err != nil {
+		&c.TokenEndpointAuthMethod, &grants, &c.ClientURI, &c.SourceIP, &created, &used,
+		&c.JWKSURI, &c.JWKS, &c.SigningAlg); err != nil {
 		return store.OAuthClient{}, err
 	}
 	var err error
@@ -93,10 +95,11 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	}
 	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_clients (`+clientCols+`)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 			WHERE NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = ? AND last_used_at > ?)`,
 			c.ClientID, c.SecretHash, c.Name, redirects, c.ApplicationType, c.TokenEndpointAuthMethod, grants,
-			c.ClientURI, c.SourceIP, nanos(c.CreatedAt), nanos(c.LastUsedAt), c.ClientID, s.lapseCutoff())
+			c.ClientURI, c.SourceIP, nanos(c.CreatedAt), nanos(c.LastUsedAt), c.JWKSURI, c.JWKS, c.SigningAlg,
+			c.ClientID, s.lapseCutoff())
 		return oneOrConflict(res, err, "client")
 	})
 }
@@ -341,6 +344,21 @@ func (s *Store) ConsumeOAuthCode(ctx context.Context, hash string, at time.Time)
 		return store.OAuthCode{}, err
 	}
 	return out, nil
+}
+
+// ---- client assertions ----
+
+// CreateOAuthAssertion implements store.OAuthStore.
+func (s *Store) CreateOAuthAssertion(ctx context.Context, hash string, expiresAt time.Time) error {
+	if hash == "" || expiresAt.IsZero() {
+		return store.Invalid("client assertion needs a hash and an expiry")
+	}
+	return s.writeUncached(ctx, func(x q) error {
+		res, err := x.exec(`INSERT OR REPLACE INTO oauth_assertions (hash, expires_at)
+			SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM oauth_assertions WHERE hash = ? AND expires_at > ?)`,
+			hash, nanos(expiresAt), hash, s.now().UnixNano())
+		return oneOrConflict(res, err, "client assertion")
+	})
 }
 
 // ---- grants ----

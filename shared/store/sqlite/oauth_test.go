@@ -85,6 +85,8 @@ func TestOAuthRecordsPurged(t *testing.T) {
 	must(s.CreateOAuthClient(ctx, store.OAuthClient{ClientID: "old", CreatedAt: now}))
 	must(s.CreateOAuthPending(ctx, store.OAuthPending{ID: "p", ExpiresAt: now.Add(10 * time.Minute)}))
 	must(s.CreateOAuthCode(ctx, store.OAuthCode{Hash: "c", ExpiresAt: now.Add(time.Minute)}))
+	must(s.CreateOAuthAssertion(ctx, "a", now.Add(5*time.Minute)))
+	must(s.CreateOAuthAssertion(ctx, "a-live", now.Add(store.OAuthClientLapse+48*time.Hour)))
 	must(s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "g", RefreshHash: "r1", ExpiresAt: now.Add(time.Hour)}))
 	_, err := s.UpdateOAuthGrantRotate(ctx, store.OAuthRotation{GrantID: "g", OldRefreshHash: "r1", NewRefreshHash: "r2"})
 	must(err)
@@ -96,7 +98,7 @@ func TestOAuthRecordsPurged(t *testing.T) {
 	}
 	// A write after purgeEvery purges.
 	must(s.CreateOAuthPending(ctx, store.OAuthPending{ID: "next", ExpiresAt: clk.now().Add(time.Minute)}))
-	for table, want := range map[string]int{"oauth_clients": 0, "oauth_pending": 1, "oauth_codes": 0, "oauth_grants": 1, "oauth_rotated": 0} {
+	for table, want := range map[string]int{"oauth_clients": 0, "oauth_pending": 1, "oauth_codes": 0, "oauth_grants": 1, "oauth_rotated": 0, "oauth_assertions": 1} {
 		var n int
 		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil || n != want {
 			t.Errorf("%s holds %d rows after the purge (%v), want %d", table, n, err, want)

@@ -401,6 +401,7 @@ func (s *Store) maybePurge(x q) {
 		{`DELETE FROM rate_counters WHERE expires_at <= ?`, []any{now}},
 		{`DELETE FROM oauth_pending WHERE expires_at <= ?`, []any{now}},
 		{`DELETE FROM oauth_codes WHERE expires_at <= ?`, []any{now}},
+		{`DELETE FROM oauth_assertions WHERE expires_at <= ?`, []any{now}},
 		// Rotated refresh hashes go with their grant (ON DELETE CASCADE).
 		{`DELETE FROM oauth_grants WHERE expires_at <= ?`, []any{now}},
 		{`DELETE FROM oauth_clients WHERE last_used_at <= ?`, []any{now - int64(store.OAuthClientLapse)}},

@@ -107,6 +107,8 @@ func testOAuthClients(t *testing.T, b OAuthBackend) {
 	}
 	c1, c2 := mk(at), mk(at.Add(time.Minute))
 	c2.SecretHash, c2.TokenEndpointAuthMethod, c2.ApplicationType = "", "none", "native"
+	c1.TokenEndpointAuthMethod, c1.SecretHash, c1.JWKSURI, c1.SigningAlg = "private_key_jwt", "", "https://app.example/jwks.json", "RS256"
+	c2.JWKS = `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`
 	for _, c := range []store.OAuthClient{c1, c2} {
 		must(t, "CreateOAuthClient", s.CreateOAuthClient(ctx, c))
 	}
@@ -120,7 +122,7 @@ func testOAuthClients(t *testing.T, b OAuthBackend) {
 	dup := mk(at)
 	dup.ClientID = c1.ClientID
 	wantErr(t, "CreateOAuthClient of an existing id", s.CreateOAuthClient(ctx, dup), store.ErrAlreadyExists)
-	if got, _ := s.GetOAuthClient(ctx, c1.ClientID); got.SecretHash != c1.SecretHash {
+	if got, _ := s.GetOAuthClient(ctx, c1.ClientID); got.JWKSURI != c1.JWKSURI {
 		t.Errorf("refused CreateOAuthClient changed the original: %+v", got)
 	}
 	_, err = s.GetOAuthClient(ctx, uid("client"))
@@ -229,6 +231,28 @@ func testOAuthPendingSingleUse(t *testing.T, b OAuthBackend) {
 		_, err := s.GetOAuthPending(ctx, p.ID)
 		wantErr(t, "GetOAuthPending after the race", err, store.ErrNotFound)
 	}
+}
+
+// testOAuthAssertions: a client assertion's hash is taken once while it lives, by
+// exactly one of concurrent callers; an expired one does not block a new use.
+func testOAuthAssertions(t *testing.T, b OAuthBackend) {
+	ctx, s := t.Context(), b.OAuth
+	live := time.Now().Add(time.Hour)
+	h := sha(uid("assertion"))
+	must(t, "CreateOAuthAssertion", s.CreateOAuthAssertion(ctx, h, live))
+	wantErr(t, "CreateOAuthAssertion replayed", s.CreateOAuthAssertion(ctx, h, live), store.ErrAlreadyExists)
+	if err := s.CreateOAuthAssertion(ctx, sha(uid("assertion")), live); err != nil {
+		t.Errorf("CreateOAuthAssertion of another hash after the first: %v", err)
+	}
+
+	expired := sha(uid("assertion"))
+	must(t, "CreateOAuthAssertion (expired)", s.CreateOAuthAssertion(ctx, expired, time.Now().Add(-time.Minute)))
+	must(t, "CreateOAuthAssertion over an expired one", s.CreateOAuthAssertion(ctx, expired, live))
+	wantErr(t, "CreateOAuthAssertion (no expiry)", s.CreateOAuthAssertion(ctx, sha(uid("assertion")), time.Time{}), store.ErrInvalid)
+
+	raced := sha(uid("assertion"))
+	errs := race(func(int) error { return s.CreateOAuthAssertion(ctx, raced, live) })
+	oneWinner(t, "concurrent CreateOAuthAssertion", errs, store.ErrAlreadyExists)
 }
 
 func newCode(at time.Time, ttl time.Duration) store.OAuthCode {

@@ -87,7 +87,7 @@ type OAuthBackend struct {
 //     store.OAuthClientLapse, is not_found for every method (Get, Update, Delete,
 //     Consume, Rotate, Revoke) and absent from lists; creating one already expired
 //     succeeds;
-//   - Create* of a live id (hash for codes) is conflict;
+//   - Create* of a live id (hash for codes and assertions) is conflict;
 //   - GetOAuthGrantByRefresh("") is not_found, although an unredeemed grant holds "";
 //   - UpdateOAuthGrantRotate: nil Scopes keeps the grant's scopes; AccessTokenID is
 //     appended once and DropTokenIDs removed; LastUsedAt becomes At and ExpiresAt the
@@ -104,7 +104,7 @@ func RunOAuth(t *testing.T, newBackend func(t *testing.T) OAuthBackend) {
 		testOAuthClients, testOAuthPending, testOAuthPendingSingleUse, testOAuthCodes,
 		testOAuthCodeSingleUse, testOAuthGrantRotation, testOAuthGrantRotationRace,
 		testOAuthGrantRevocation, testOAuthGrantExpiry, testOAuthListGrants, testOAuthPolicy,
-		testOAuthMemberEmail, testOAuthMembersAcrossWorkspaces, testOAuthTokens)
+		testOAuthMemberEmail, testOAuthMembersAcrossWorkspaces, testOAuthTokens, testOAuthAssertions)
 }
 
 // ConfirmationBackend is what a backend under the confirmation suite provides.

@@ -280,7 +280,7 @@ func newOAuthGrantRevokeCmd(g *globals) *cobra.Command {
 			defer sink.Close()
 			// The grants page and this command revoke through the same code: the
 			// grant, its access tokens, and the audit record.
-			as, err := oauth.New(oauth.Config{Store: o, Tokens: s, Sink: sink, Catalog: catalog.New(catalog.Deps{}), Counter: o, Now: g.env.now,
+			as, err := oauth.New(oauth.Config{Store: o, Tokens: s, Sink: sink, Catalog: catalog.New(catalog.Deps{}), Counter: o, Now: g.env.now, AdminOnly: true,
 				Logger: slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 			if err != nil {
 				return nil, "", err
