@@ -64,7 +64,7 @@ func (e *localEnv) verify(t *testing.T) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }}
+	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }, Keyed: len(keys) > 0}
 	rep, err := v.Verify(context.Background(), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +210,52 @@ func TestTamperingIsNamed(t *testing.T) {
 			}
 			return ProblemMissingDigest, names[1][:strings.LastIndex(names[1], "/")+1]
 		}},
+		{"every digest deleted", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			if err := os.RemoveAll(filepath.Join(e.dir, "audit-digest")); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemNoDigests, Prefix
+		}},
+		{"every digest and object deleted, the key kept", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			for _, d := range []string{"audit-digest", "audit"} {
+				if err := os.RemoveAll(filepath.Join(e.dir, d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ProblemNoDigests, Prefix
+		}},
+		{"forged object with a future mtime", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			return ProblemFutureTime, forged
+		}},
+		{"forged object with a past mtime", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+			return ProblemAdded, forged
+		}},
+		{"forged object after the last digest, in a digested partition", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), e.now.Add(-time.Minute))
+			return ProblemAdded, forged
+		}},
+		{"forged object after the last digest, its records in digested time", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			// The partition of the hour under way (not digested), records of the
+			// digested hour the log began in.
+			part := e.now.UTC().Format("audit/dt=2006-01-02/hour=15")
+			forged := forge(t, e, part+"/forged.json", time.Now(), e.now.Add(-time.Minute))
+			return ProblemAdded, forged
+		}},
+		{"a copy of a compacted Parquet file", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			b, err := os.ReadFile(filepath.Join(e.dir, obj))
+			if err != nil || !strings.HasSuffix(obj, ".parquet") {
+				t.Fatalf("%s: %v", obj, err)
+			}
+			cp := filepath.Dir(obj) + "/copy.parquet"
+			writeAt(t, filepath.Join(e.dir, cp), b, e.now.Add(-time.Minute))
+			return ProblemAdded, cp
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,6 +267,58 @@ func TestTamperingIsNamed(t *testing.T) {
 				t.Fatalf("want %s %s among the problems, got %+v", kind, path, rep.Problems)
 			}
 		})
+	}
+}
+
+// forge writes a JSON file of one delete_issue record timestamped ts at the path p
+// (relative to the data folder) and sets its mtime.
+func forge(t *testing.T, e *localEnv, p string, ts, mtime time.Time) string {
+	t.Helper()
+	r := audittest.Record(ts)
+	r.Tool, r.Outcome = "delete_issue", "success"
+	writeAt(t, filepath.Join(e.dir, p), audit.AppendLine(nil, r), mtime)
+	return p
+}
+
+func writeAt(t *testing.T, p string, b []byte, mtime time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateObjectIsListed: an object of an hour more than two days old, written after
+// the last digest (a replay of the failure queue), is listed by the next digest and
+// marked late, and verify counts it instead of calling it added.
+func TestLateObjectIsListed(t *testing.T) {
+	e := newLocalEnv(t)
+	e.clock = time.Now
+	e.now = time.Now().Add(time.Hour)
+	if _, err := e.writer().WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := file.New(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(context.Background(), audittest.Record(time.Now().Add(-72*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.writer().WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.verify(t)
+	if !rep.Intact() || rep.Records != 6 || rep.Late != 1 {
+		t.Fatalf("after a record 72 hours late: %+v", rep)
 	}
 }
 

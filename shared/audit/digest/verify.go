@@ -18,7 +18,13 @@ const (
 	ProblemBadSignature  = "bad_signature"  // a digest's signature does not verify, or its key is unknown
 	ProblemMalformed     = "malformed"      // a digest that does not decode, or a stray file among the digests
 	ProblemMissingDigest = "missing_digest" // an hour no digest covers
+	ProblemNoDigests     = "no_digests"     // objects, or a signing key, and not one digest
+	ProblemFutureTime    = "future_mtime"   // an object last written after the verifier's clock
 )
+
+// MaxClockSkew is how far after the verifier's clock an object's modification time
+// may be before it is an error (S3's LastModified comes from S3's clock).
+const MaxClockSkew = 5 * time.Minute
 
 // Problem is one finding, about one file.
 type Problem struct {
@@ -37,10 +43,14 @@ type Report struct {
 	LastWindow  string    `json:"last_window_end,omitempty"`
 	Objects     int       `json:"objects"`
 	Records     int64     `json:"records"`
-	Pending     int       `json:"objects_not_yet_digested"`    // written after the last digest
+	Pending     int       `json:"objects_not_yet_digested"`    // written after the last digest, of hours after it
 	Uncovered   int       `json:"objects_before_first_digest"` // written before digests began
+	Late        int       `json:"late_objects"`                // listed, and more than MaxRecordDelay late
 	KeyIDs      []string  `json:"key_ids"`
 	Problems    []Problem `json:"problems"`
+	// Verified are the paths of the objects found as their digests list them: what
+	// `audit query --verified` reads.
+	Verified map[string]bool `json:"-"`
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -57,6 +67,9 @@ type Verifier struct {
 	Lag time.Duration
 	// Progress, when set, is told how many objects have been checked of how many.
 	Progress func(done, total int)
+	// Keyed says a signing key exists (the data folder's key, a pinned key): without
+	// a single digest that is an error even when there is no object.
+	Keyed bool
 }
 
 type loaded struct {
@@ -194,11 +207,12 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		v.gap(add, last, due)
 	}
 
+	rep.Verified = map[string]bool{}
 	for i, c := range checks {
 		if v.Progress != nil {
 			v.Progress(i, len(checks))
 		}
-		b, err := v.Store.Read(ctx, c.obj.Path)
+		got, err := describe(ctx, v.Store, c.obj.Path)
 		if errors.Is(err, ErrNotFound) {
 			add(ProblemMissing, c.obj.Path, "listed in %s, no longer in the log", c.digest)
 			continue
@@ -206,40 +220,103 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		if err != nil {
 			return nil, err
 		}
-		if h := Hash(b); h != c.obj.SHA256 || int64(len(b)) != c.obj.Size {
-			add(ProblemModified, c.obj.Path, "SHA-256 %s (%d bytes), %s lists %s (%d bytes)", h, len(b), c.digest, c.obj.SHA256, c.obj.Size)
+		if got.SHA256 != c.obj.SHA256 || got.Size != c.obj.Size {
+			add(ProblemModified, c.obj.Path, "SHA-256 %s (%d bytes), %s lists %s (%d bytes)", got.SHA256, got.Size, c.digest, c.obj.SHA256, c.obj.Size)
 			continue
 		}
+		rep.Verified[c.obj.Path] = true
 		rep.Objects++
 		rep.Records += c.obj.Records
+		if c.obj.Late {
+			rep.Late++
+		}
 	}
 	if v.Progress != nil {
 		v.Progress(len(checks), len(checks))
 	}
 
-	objs, err := v.Store.Objects(ctx, time.Time{})
+	objs, err := v.Store.Objects(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(all) == 0 {
+		switch {
+		case len(objs) > 0:
+			add(ProblemNoDigests, Prefix, "%d audit object%s (the first %s) and not one digest: the digests were removed, or none was ever written",
+				len(objs), plural(len(objs)), objs[0].Path)
+		case v.Keyed:
+			add(ProblemNoDigests, Prefix, "a signing key exists and not one digest: the first digest is written when the key is made")
+		}
 	}
 	var firstStart, lastEnd time.Time
 	if len(all) > 0 {
 		firstStart, _ = window(all[0])
 		_, lastEnd = window(all[len(all)-1])
 	}
+	// inside reports whether [a, b] meets digested time.
+	inside := func(a, b time.Time) bool { return len(all) > 0 && !b.Before(firstStart) && a.Before(lastEnd) }
 	for _, o := range objs {
-		if listed[o.Path] || o.ModTime.Before(from) || !o.ModTime.Before(to) {
+		// A time set ahead hides an object from every window; nothing writes one.
+		if o.ModTime.After(now().Add(MaxClockSkew)) {
+			add(ProblemFutureTime, o.Path, "last written %s, after the verifier's clock (%s)", FormatTime(o.ModTime), FormatTime(now()))
 			continue
 		}
+		if listed[o.Path] {
+			continue
+		}
+		hour, _ := PartitionHour(o.Path)
+		hourEnd := hour.Add(time.Hour - time.Nanosecond)
+		// Outside the range checked by both its modification time and its hour.
+		if (o.ModTime.Before(from) || !o.ModTime.Before(to)) && (hourEnd.Before(from) || !hour.Before(to)) {
+			continue
+		}
+		if o.Open && !o.ModTime.Before(lastEnd) {
+			rep.Pending++ // a writer still holds it; digested once closed
+			continue
+		}
+		// Where it claims to be in time: its modification time, its partition's hour
+		// and its records' timestamps. Any of them inside digested time, and no digest
+		// lists it: it was put there after that time was digested.
+		var why string
 		switch {
-		case len(all) == 0 || !o.ModTime.Before(lastEnd) || o.Open:
-			rep.Pending++
-		case o.ModTime.Before(firstStart):
+		case inside(o.ModTime, o.ModTime):
+			why = "written " + FormatTime(o.ModTime)
+		case inside(hour, hourEnd):
+			why = fmt.Sprintf("in the partition of %s", FormatTime(hour))
+		default:
+			if first, last, ok := v.recordTimes(ctx, o.Path); ok && inside(first, last) {
+				why = fmt.Sprintf("holding records of %s to %s", FormatTime(first), FormatTime(last))
+			}
+		}
+		switch {
+		case why != "":
+			add(ProblemAdded, o.Path, "%s, inside digested time (%s to %s), and listed in no digest", why, FormatTime(firstStart), FormatTime(lastEnd))
+		case len(all) > 0 && o.ModTime.Before(firstStart):
 			rep.Uncovered++
 		default:
-			add(ProblemAdded, o.Path, "written %s, inside digested time, and listed in no digest", FormatTime(o.ModTime))
+			rep.Pending++
 		}
 	}
 	return rep, nil
+}
+
+// recordTimes reads an object's first and last record timestamps; ok is false when
+// it holds none that parse (it is then judged by its other times alone).
+func (v *Verifier) recordTimes(ctx context.Context, p string) (first, last time.Time, ok bool) {
+	o, err := describe(ctx, v.Store, p)
+	if err != nil {
+		return first, last, false
+	}
+	first, err1 := time.Parse(time.RFC3339Nano, o.FirstTimestamp)
+	last, err2 := time.Parse(time.RFC3339Nano, o.LastTimestamp)
+	return first, last, err1 == nil && err2 == nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // gap reports each hour of [from, to) as without a digest.

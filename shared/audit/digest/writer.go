@@ -2,8 +2,11 @@ package digest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"time"
@@ -22,9 +25,10 @@ type Writer struct {
 	Log   *slog.Logger
 }
 
-// MaxRecordDelay bounds how long after its timestamp a record reaches the log. An
-// object holding only older records, written after the previous digest, would be
-// missed by the writer and reported as added by audit verify.
+// MaxRecordDelay is how late after its hour an object may come and still be an
+// ordinary delivery (Firehose retries within the stream's 24-hour retention; the
+// forwarder's events are at most 6 hours old). A digest still lists a later one, and
+// marks it Late: a replay of the failure queue, days on.
 const MaxRecordDelay = 48 * time.Hour
 
 // preparer is a store whose objects change after they are written (the data folder:
@@ -101,15 +105,11 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			return nil, err
 		}
 	}
-	// An object written during the windows ahead holds records of at most a few
-	// hours before (Firehose retries within the stream's 24-hour retention; the
-	// forwarder's events are at most 6 hours old): the listing starts two days back
-	// instead of at the oldest object.
-	var since time.Time
-	if prev != nil {
-		since = prev.End().Add(-MaxRecordDelay)
-	}
-	objs, err := w.Store.Objects(ctx, since)
+	// Every partition is listed, not only the last days': an object written now may
+	// hold records of any age (a replay of the failure queue), and one the listing
+	// missed would be in no digest. A year of hourly objects is about a hundred LIST
+	// pages.
+	objs, err := w.Store.Objects(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +174,9 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			if err != nil {
 				return written, err
 			}
+			if h, ok := PartitionHour(o.Path); ok && h.Add(time.Hour+MaxRecordDelay).Before(start) {
+				obj.Late = true
+			}
 			d.Objects = append(d.Objects, obj)
 		}
 		if prev != nil {
@@ -197,20 +200,36 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 	return written, nil
 }
 
-// describe reads an object and says what a digest lists of it.
+// describe streams an object once and says what a digest lists of it: the SHA-256
+// and size of every byte read, and the records summarised on the way (file.
+// SummarizeReader keeps a line or a Parquet footer, never the object).
 func describe(ctx context.Context, s Store, p string) (Object, error) {
-	b, err := s.Read(ctx, p)
+	body, err := s.Open(ctx, p)
 	if err != nil {
 		return Object{}, err
 	}
-	sum, err := file.Summarize(path.Base(p), b)
-	if err != nil {
+	defer body.Close()
+	h := sha256.New()
+	n := &countWriter{}
+	tee := io.TeeReader(body, io.MultiWriter(h, n))
+	sum, serr := file.SummarizeReader(path.Base(p), tee)
+	// What the summary left unread (it stops at a read error of the content only
+	// when the stream itself failed) still belongs to the hash.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return Object{}, fmt.Errorf("digest: read %s: %w", p, err)
+	}
+	if serr != nil {
 		// An object that does not decode is still listed: its hash is what proves
 		// it unchanged; the count stays 0.
 		sum = file.Summary{}
 	}
 	return Object{
-		Path: p, SHA256: Hash(b), Size: int64(len(b)),
+		Path: p, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n.n,
 		Records: sum.Records, FirstTimestamp: sum.First, LastTimestamp: sum.Last,
 	}, nil
 }
+
+// countWriter counts the bytes written to it.
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
