@@ -115,7 +115,7 @@ func TestIntactLogVerifies(t *testing.T) {
 		t.Errorf("second WriteDue: %v, %v", again, err)
 	}
 	// The key file is private.
-	fi, err := os.Stat(filepath.Join(e.dir, keyFile))
+	fi, err := os.Stat(filepath.Join(e.dir, KeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file: %v %v", fi.Mode(), err)
 	}

@@ -55,7 +55,7 @@ func checkSignature(pub crypto.PublicKey, alg string, msg, sig []byte) bool {
 
 // Local key files, under the data folder.
 const (
-	keyFile = "audit-digest.key"  // the Ed25519 private key, PKCS #8 PEM, 0600
+	KeyFile = "audit-digest.key"  // the Ed25519 private key, PKCS #8 PEM, 0600
 	keysDir = "audit-digest-keys" // <key id>.pem: every public key that signed digests
 )
 
@@ -77,7 +77,7 @@ func KeyIDOf(pub ed25519.PublicKey) string {
 // LoadOrCreateFileSigner reads <dir>/audit-digest.key, creating it (0600) on first
 // use, and makes sure its public key is in <dir>/audit-digest-keys/.
 func LoadOrCreateFileSigner(dir string) (*FileSigner, error) {
-	p := filepath.Join(dir, keyFile)
+	p := filepath.Join(dir, KeyFile)
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := createKey(p); err != nil {

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/aacworkflow/aacmcp/shared/audit"
+	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
+	"github.com/aacworkflow/aacmcp/shared/audit/digest"
+	"github.com/aacworkflow/aacmcp/shared/audit/file"
+	"github.com/aacworkflow/aacmcp/test/emulator"
+)
+
+// digestedFolder is a data folder with five records of the hour under way, digested
+// up to now as a clean stop of the server leaves it (compacted into one Parquet file).
+func digestedFolder(t *testing.T) (dir, parquet string) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := file.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.Write(context.Background(), audittest.Record(time.Now().Add(time.Duration(i-60)*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := digest.LoadOrCreateFileSigner(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &digest.Writer{Store: digest.LocalStore{Dir: dir}, Signer: signer, Log: slog.New(slog.DiscardHandler)}
+	if _, err := w.WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pqs, _ := filepath.Glob(filepath.Join(dir, "audit", "dt=*", "hour=*", "*.parquet"))
+	if len(pqs) != 1 {
+		t.Fatalf("want one Parquet file, got %v", pqs)
+	}
+	rel, _ := filepath.Rel(dir, pqs[0])
+	return dir, filepath.ToSlash(rel)
+}
+
+// forgedRecord is a delete_issue success line at ts.
+func forgedRecord(ts time.Time) []byte {
+	r := audittest.Record(ts)
+	r.Tool, r.Outcome = "delete_issue", "success"
+	return audit.AppendLine(nil, r)
+}
+
+func putFile(t *testing.T, dir, rel string, b []byte, mtime time.Time) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuditVerifyTamperingLocal: each way the review found of changing a data folder
+// unseen makes audit verify exit 1, naming the file and the kind of problem.
+func TestAuditVerifyTamperingLocal(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, dir, parquet string) (kind, path string)
+	}{
+		{"the audit-digest folder deleted", func(t *testing.T, dir, _ string) (string, string) {
+			if err := os.RemoveAll(filepath.Join(dir, "audit-digest")); err != nil {
+				t.Fatal(err)
+			}
+			return digest.ProblemNoDigests, digest.Prefix
+		}},
+		{"a forged file with a future mtime", func(t *testing.T, dir, parquet string) (string, string) {
+			p := path2(parquet, "forged.json")
+			putFile(t, dir, p, forgedRecord(time.Now()), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			return digest.ProblemFutureTime, p
+		}},
+		{"a forged file with a past mtime", func(t *testing.T, dir, parquet string) (string, string) {
+			p := path2(parquet, "forged.json")
+			putFile(t, dir, p, forgedRecord(time.Now()), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+			return digest.ProblemAdded, p
+		}},
+		{"a forged file written after the last digest", func(t *testing.T, dir, parquet string) (string, string) {
+			p := path2(parquet, "forged.json")
+			putFile(t, dir, p, forgedRecord(time.Now()), time.Now())
+			return digest.ProblemAdded, p
+		}},
+		{"a forged file of a later hour with records of digested time", func(t *testing.T, dir, _ string) (string, string) {
+			p := time.Now().UTC().Add(time.Hour).Format("audit/dt=2006-01-02/hour=15/") + "forged.json"
+			putFile(t, dir, p, forgedRecord(time.Now().Add(-time.Minute)), time.Now())
+			return digest.ProblemAdded, p
+		}},
+		{"a copy of the compacted Parquet file", func(t *testing.T, dir, parquet string) (string, string) {
+			b, err := os.ReadFile(filepath.Join(dir, parquet))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := path2(parquet, "copy.parquet")
+			putFile(t, dir, p, b, time.Now())
+			return digest.ProblemAdded, p
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, parquet := digestedFolder(t)
+			if r := run(t, nil, "audit", "verify", "--data", dir); r.code != ExitOK {
+				t.Fatalf("untouched: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			kind, p := tt.tamper(t, dir, parquet)
+			r := run(t, nil, "audit", "verify", "--data", dir)
+			if r.code != ExitFailure || !problemLine(r.stdout, kind, p) {
+				t.Fatalf("exit %d, want %d and a %s line for %s\n%s%s", r.code, ExitFailure, kind, p, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// path2 is the path of name in the folder of p.
+func path2(p, name string) string { return p[:strings.LastIndex(p, "/")+1] + name }
+
+// problemLine reports whether the report's table has a row of kind for path.
+func problemLine(out, kind, path string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == kind && f[1] == path {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAuditQueryVerified: a forged delete_issue row (future mtime, in a digested hour)
+// is what audit query returns; with --verified it is not, and stderr says what was
+// read.
+func TestAuditQueryVerified(t *testing.T) {
+	dir, parquet := digestedFolder(t)
+	putFile(t, dir, path2(parquet, "forged.json"), forgedRecord(time.Now()), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := []string{"audit", "query", "--data", dir, "--json", "--sql", "SELECT count(*) FILTER (WHERE tool = 'delete_issue') AS forged, count(*) AS n FROM audit_log"}
+	type row struct {
+		Forged int64 `json:"forged"`
+		N      int64 `json:"n"`
+	}
+	if got := decodeJSON[[]row](t, mustRun(t, q...)); len(got) != 1 || got[0].Forged != 1 || got[0].N != 6 {
+		t.Fatalf("audit query without --verified: %+v", got)
+	}
+	r := run(t, nil, append(q, "--verified")...)
+	if r.code != ExitOK {
+		t.Fatalf("--verified: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := decodeJSON[[]row](t, r.stdout); len(got) != 1 || got[0].Forged != 0 || got[0].N != 5 {
+		t.Fatalf("audit query --verified: %+v", got)
+	}
+	if !strings.Contains(r.stderr, "--verified: 1 object a digest lists and that verify") || !strings.Contains(r.stderr, "1 problem") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+// TestAuditVerifyTamperingS3: the same kinds through `audit verify --s3` on s3rver, on
+// a bucket whose digests end before now (between two runs of the digest function).
+func TestAuditVerifyTamperingS3(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	srv := emulator.StartT(t, emulator.S3rver)
+	t.Setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+	t.Setenv("AWS_REGION", emulator.Region)
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	client := s3.NewFromConfig(srv.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(t *testing.T, key string, body []byte) {
+		t.Helper()
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partition := func(ts time.Time) string { return ts.UTC().Format("audit/dt=2006-01-02/hour=15/") }
+	keyDir := t.TempDir()
+	signer, err := digest.LoadOrCreateFileSigner(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(keyDir, "pub.pem")
+	if err := os.WriteFile(pub, signer.PublicKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, prefix string, lastEnd time.Time) (kind, key string)
+	}{
+		{"every digest deleted", func(t *testing.T, prefix string, _ time.Time) (string, string) {
+			store := digest.S3Store{Client: client, Bucket: "audit", Prefix: prefix}
+			names, err := store.Digests(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("audit"), Key: aws.String(prefix + n)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return digest.ProblemNoDigests, digest.Prefix
+		}},
+		{"a forged object in a digested partition", func(t *testing.T, prefix string, lastEnd time.Time) (string, string) {
+			k := partition(lastEnd.Add(-30*time.Minute)) + "AuditDelivery-forged.json"
+			put(t, prefix+k, forgedRecord(lastEnd.Add(-30*time.Minute)))
+			return digest.ProblemAdded, k
+		}},
+		{"a forged object of a later hour with records of digested time", func(t *testing.T, prefix string, lastEnd time.Time) (string, string) {
+			k := partition(lastEnd) + "AuditDelivery-forged.json"
+			put(t, prefix+k, forgedRecord(lastEnd.Add(-30*time.Minute)))
+			return digest.ProblemAdded, k
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("p%d/", i)
+			old := time.Now().Add(-5 * time.Hour)
+			put(t, prefix+partition(old)+"AuditDelivery-old.json", audit.AppendLine(nil, audittest.Record(old)))
+			w := &digest.Writer{Store: digest.S3Store{Client: client, Bucket: "audit", Prefix: prefix}, Signer: signer,
+				Grace: 15 * time.Minute, Log: slog.New(slog.DiscardHandler)}
+			names, err := w.WriteDue(ctx)
+			if err != nil || len(names) == 0 {
+				t.Fatalf("WriteDue: %v %v", names, err)
+			}
+			b, _ := w.Store.Read(ctx, names[len(names)-1])
+			d, err := digest.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"audit", "verify", "--s3", "s3://audit/" + prefix, "--endpoint-url", srv.Endpoint, "--public-key", pub}
+			if r := run(t, nil, args...); r.code != ExitOK {
+				t.Fatalf("untouched: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			kind, key := tt.tamper(t, prefix, d.End())
+			r := run(t, nil, args...)
+			if r.code != ExitFailure || !problemLine(r.stdout, kind, key) {
+				t.Fatalf("exit %d, want %d and a %s line for %s\n%s%s", r.code, ExitFailure, kind, key, r.stdout, r.stderr)
+			}
+		})
+	}
+}
