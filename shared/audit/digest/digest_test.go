@@ -64,7 +64,7 @@ func (e *localEnv) verify(t *testing.T) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }, Keyed: len(keys) > 0}
+	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }, Keyed: len(keys) > 0, Delivery: 2 * time.Minute}
 	rep, err := v.Verify(context.Background(), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)

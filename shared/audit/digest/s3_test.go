@@ -213,7 +213,12 @@ func (e *s3Past) writer(now time.Time) *Writer {
 
 func (e *s3Past) verify(t *testing.T, now time.Time) *Report {
 	t.Helper()
-	v := &Verifier{Store: e.store, Keys: e.keys, Now: func() time.Time { return now }, Keyed: true}
+	return e.verifyDelivery(t, now, 15*time.Minute)
+}
+
+func (e *s3Past) verifyDelivery(t *testing.T, now time.Time, delivery time.Duration) *Report {
+	t.Helper()
+	v := &Verifier{Store: e.store, Keys: e.keys, Now: func() time.Time { return now }, Keyed: true, Delivery: delivery}
 	rep, err := v.Verify(context.Background(), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -320,6 +325,16 @@ func TestS3AfterTheLastDigest(t *testing.T) {
 			return ProblemMissing, k, later
 		}},
 	}
+	t.Run("a delivery late by less than Delivery", func(t *testing.T) {
+		// The same object as a forged one in a digested partition, seen by a verifier
+		// that allows its hour's objects two hours to come: not yet digested.
+		e := newS3Past(t, client, "late/")
+		k := partition(e.lastEnd.Add(-30*time.Minute)) + "AuditDelivery-late.json"
+		e.put(t, k, forgedLine(e.lastEnd.Add(-30*time.Minute)))
+		if rep := e.verifyDelivery(t, time.Now(), 2*time.Hour); !rep.Intact() || rep.Pending != 2 {
+			t.Fatalf("a late delivery: %+v", rep)
+		}
+	})
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newS3Past(t, client, fmt.Sprintf("p%d/", i))

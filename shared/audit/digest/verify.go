@@ -67,6 +67,10 @@ type Verifier struct {
 	Lag time.Duration
 	// Progress, when set, is told how many objects have been checked of how many.
 	Progress func(done, total int)
+	// Delivery is how long after its hour ends an object of that hour may still come
+	// (the writer's Grace): such an object, written after the last digest, waits for
+	// the next one. Written later into a digested hour, it is added.
+	Delivery time.Duration
 	// Keyed says a signing key exists (the data folder's key, a pinned key): without
 	// a single digest that is an error even when there is no object.
 	Keyed bool
@@ -276,16 +280,21 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		}
 		// Where it claims to be in time: its modification time, its partition's hour
 		// and its records' timestamps. Any of them inside digested time, and no digest
-		// lists it: it was put there after that time was digested.
+		// lists it: it was put there after that time was digested. The one exception
+		// is an ordinary late delivery: written after the last digest, within Delivery
+		// of its hour's end, its records inside that hour.
 		var why string
-		switch {
-		case inside(o.ModTime, o.ModTime):
+		if inside(o.ModTime, o.ModTime) {
 			why = "written " + FormatTime(o.ModTime)
-		case inside(hour, hourEnd):
-			why = fmt.Sprintf("in the partition of %s", FormatTime(hour))
-		default:
-			if first, last, ok := v.recordTimes(ctx, o.Path); ok && inside(first, last) {
-				why = fmt.Sprintf("holding records of %s to %s", FormatTime(first), FormatTime(last))
+		} else {
+			first, last, ok := v.recordTimes(ctx, o.Path)
+			outOfHour := ok && (first.Before(hour) || last.After(hourEnd))
+			delivered := !o.ModTime.Before(lastEnd) && o.ModTime.Before(hour.Add(time.Hour+v.Delivery))
+			switch {
+			case outOfHour && inside(first, last):
+				why = fmt.Sprintf("holding records of %s to %s, outside its partition's hour", FormatTime(first), FormatTime(last))
+			case inside(hour, hourEnd) && !delivered:
+				why = fmt.Sprintf("in the partition of %s, written %s (more than %s after that hour)", FormatTime(hour), FormatTime(o.ModTime), v.Delivery)
 			}
 		}
 		switch {

@@ -21,8 +21,9 @@ import (
 	"github.com/aacworkflow/aacmcp/test/emulator"
 )
 
-// digestedFolder is a data folder with five records of the hour under way, digested
-// up to now as a clean stop of the server leaves it (compacted into one Parquet file).
+// digestedFolder is a data folder with five records of this hour, compacted into one
+// Parquet file and digested as a server leaves it three and a half hours on (the
+// clock the verifier is run with, verifyAt): that hour and the empty ones after it.
 func digestedFolder(t *testing.T) (dir, parquet string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -42,8 +43,9 @@ func digestedFolder(t *testing.T) (dir, parquet string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &digest.Writer{Store: digest.LocalStore{Dir: dir}, Signer: signer, Log: slog.New(slog.DiscardHandler)}
-	if _, err := w.WriteNow(context.Background()); err != nil {
+	w := &digest.Writer{Store: digest.LocalStore{Dir: dir}, Signer: signer, Log: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return later }, Grace: digestGrace}
+	if _, err := w.WriteDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	pqs, _ := filepath.Glob(filepath.Join(dir, "audit", "dt=*", "hour=*", "*.parquet"))
@@ -52,6 +54,18 @@ func digestedFolder(t *testing.T) (dir, parquet string) {
 	}
 	rel, _ := filepath.Rel(dir, pqs[0])
 	return dir, filepath.ToSlash(rel)
+}
+
+// later is the clock of digestedFolder's writer and of verifyAt.
+var later = time.Now().Add(3*time.Hour + 30*time.Minute)
+
+// verifyAt runs the CLI with its clock at later.
+func verifyAt(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errb syncBuffer
+	code := Run(context.Background(), args, Env{Stdout: &out, Stderr: &errb,
+		Getenv: func(string) string { return "" }, Now: func() time.Time { return later }})
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
 }
 
 // forgedRecord is a delete_issue success line at ts.
@@ -100,12 +114,12 @@ func TestAuditVerifyTamperingLocal(t *testing.T) {
 		}},
 		{"a forged file written after the last digest", func(t *testing.T, dir, parquet string) (string, string) {
 			p := path2(parquet, "forged.json")
-			putFile(t, dir, p, forgedRecord(time.Now()), time.Now())
+			putFile(t, dir, p, forgedRecord(time.Now()), later.Add(-time.Minute))
 			return digest.ProblemAdded, p
 		}},
 		{"a forged file of a later hour with records of digested time", func(t *testing.T, dir, _ string) (string, string) {
-			p := time.Now().UTC().Add(time.Hour).Format("audit/dt=2006-01-02/hour=15/") + "forged.json"
-			putFile(t, dir, p, forgedRecord(time.Now().Add(-time.Minute)), time.Now())
+			p := later.UTC().Format("audit/dt=2006-01-02/hour=15/") + "forged.json"
+			putFile(t, dir, p, forgedRecord(time.Now().Add(-time.Minute)), later.Add(-time.Minute))
 			return digest.ProblemAdded, p
 		}},
 		{"a copy of the compacted Parquet file", func(t *testing.T, dir, parquet string) (string, string) {
@@ -114,18 +128,18 @@ func TestAuditVerifyTamperingLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := path2(parquet, "copy.parquet")
-			putFile(t, dir, p, b, time.Now())
+			putFile(t, dir, p, b, later.Add(-time.Minute))
 			return digest.ProblemAdded, p
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, parquet := digestedFolder(t)
-			if r := run(t, nil, "audit", "verify", "--data", dir); r.code != ExitOK {
+			if r := verifyAt(t, "audit", "verify", "--data", dir); r.code != ExitOK {
 				t.Fatalf("untouched: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			kind, p := tt.tamper(t, dir, parquet)
-			r := run(t, nil, "audit", "verify", "--data", dir)
+			r := verifyAt(t, "audit", "verify", "--data", dir)
 			if r.code != ExitFailure || !problemLine(r.stdout, kind, p) {
 				t.Fatalf("exit %d, want %d and a %s line for %s\n%s%s", r.code, ExitFailure, kind, p, r.stdout, r.stderr)
 			}
@@ -160,7 +174,7 @@ func TestAuditQueryVerified(t *testing.T) {
 	if got := decodeJSON[[]row](t, mustRun(t, q...)); len(got) != 1 || got[0].Forged != 1 || got[0].N != 6 {
 		t.Fatalf("audit query without --verified: %+v", got)
 	}
-	r := run(t, nil, append(q, "--verified")...)
+	r := verifyAt(t, append(q, "--verified")...)
 	if r.code != ExitOK {
 		t.Fatalf("--verified: exit %d\n%s", r.code, r.stderr)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/aacworkflow/aacmcp/functions/digest/digestfn"
 	"github.com/aacworkflow/aacmcp/shared/audit/digest"
 	"github.com/aacworkflow/aacmcp/shared/audit/query"
 )
@@ -86,7 +87,7 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 				if v.Store, v.Keys, err = s3Verifier(ctx, s3URL, region, endpoint, kmsKeys); err != nil {
 					return err
 				}
-				v.Lag = s3DigestLag
+				v.Lag, v.Delivery = s3DigestLag, digestfn.Grace
 			} else {
 				if region != "" || endpoint != "" || len(kmsKeys) > 0 {
 					return usagef("--region, --endpoint-url and --kms-key go with --s3")
@@ -141,7 +142,7 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 // localVerifier sets v to check the data folder with its own public keys. A key in the
 // folder means digests are due: none at all is then an error.
 func localVerifier(g *globals, v *digest.Verifier) error {
-	v.Store = digest.LocalStore{Dir: g.dataDir}
+	v.Store, v.Delivery = digest.LocalStore{Dir: g.dataDir}, digestGrace
 	keys, err := digest.DataFolderKeys(g.dataDir)
 	if err != nil {
 		return err
