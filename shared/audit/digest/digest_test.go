@@ -385,3 +385,43 @@ func TestSealKeepsDigestedJSON(t *testing.T) {
 		t.Fatalf("compaction removed a digested JSON file: %+v", rep)
 	}
 }
+
+// TestNewestDigestDeletedLocally pins the limit docs/security.md states ("What `audit
+// verify` guarantees"): in a data folder, the newest digest deleted and an object it
+// listed then changed leave a chain that ends an hour earlier and an object that looks
+// not yet digested. On S3 the hour without a digest is named once it is 75 minutes
+// old (TestS3TamperingIsNamed, "missing digest hour"), and Object Lock forbids the
+// deletion.
+func TestNewestDigestDeletedLocally(t *testing.T) {
+	e := newLocalEnv(t)
+	hour := time.Now().UTC().Truncate(time.Hour)
+	// A chain begun two hours before the records, then continued to the end of their
+	// hour: the newest digest lists their Parquet file.
+	e.now = hour.Add(-55 * time.Minute)
+	if _, err := e.writer().WriteDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.now = hour.Add(time.Hour + 5*time.Minute)
+	names, err := e.writer().WriteDue(context.Background())
+	if err != nil || len(names) == 0 {
+		t.Fatalf("WriteDue: %v %v", names, err)
+	}
+	newest := names[len(names)-1]
+	b, _ := e.store.Read(context.Background(), newest)
+	d, err := Decode(b)
+	if err != nil || len(d.Objects) != 1 || e.verify(t).Records != 5 {
+		t.Fatalf("the newest digest %s lists %+v (%v)", newest, d, err)
+	}
+	if err := os.Remove(filepath.Join(e.dir, newest)); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(e.dir, d.Objects[0].Path)
+	pq, _ := os.ReadFile(obj)
+	pq[len(pq)/2] ^= 1
+	if err := os.WriteFile(obj, pq, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := e.verify(t); !rep.Intact() || rep.Pending != 1 {
+		t.Fatalf("the limit changed (update docs/security.md): %+v", rep)
+	}
+}
