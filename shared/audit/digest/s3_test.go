@@ -82,14 +82,14 @@ func (e *s3Env) verify(t *testing.T) *Report {
 
 func (e *s3Env) put(t *testing.T, key string, body []byte) {
 	t.Helper()
-	if _, err := e.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String("prod/" + key), Body: bytes.NewReader(body)}); err != nil {
+	if _, err := e.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(e.store.Prefix + key), Body: bytes.NewReader(body)}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (e *s3Env) del(t *testing.T, key string) {
 	t.Helper()
-	if _, err := e.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("audit"), Key: aws.String("prod/" + key)}); err != nil {
+	if _, err := e.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("audit"), Key: aws.String(e.store.Prefix + key)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -171,10 +171,7 @@ func TestS3TamperingIsNamed(t *testing.T) {
 // s3Past is a bucket whose digests end before now, as on a running stack between two
 // runs of the digest function: what is put now comes after the last digest.
 type s3Past struct {
-	client  *s3.Client
-	store   S3Store
-	signer  *FileSigner
-	keys    FileKeys
+	s3Env
 	lastEnd time.Time // of the last digest
 }
 
@@ -184,7 +181,7 @@ type s3Past struct {
 func newS3Past(t *testing.T, client *s3.Client, prefix string) *s3Past {
 	t.Helper()
 	ctx := context.Background()
-	e := &s3Past{client: client, store: S3Store{Client: client, Bucket: "audit", Prefix: prefix}}
+	e := &s3Past{s3Env: s3Env{client: client, store: S3Store{Client: client, Bucket: "audit", Prefix: prefix}}}
 	old := time.Now().UTC().Add(-5 * time.Hour)
 	e.put(t, "audit/"+old.Format("dt=2006-01-02/hour=15/")+"AuditDelivery-old.json", forgedLine(old))
 	dir := t.TempDir()
@@ -224,22 +221,6 @@ func (e *s3Past) verifyDelivery(t *testing.T, now time.Time, delivery time.Durat
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func (e *s3Past) put(t *testing.T, key string, body []byte) {
-	t.Helper()
-	if _, err := e.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(e.store.Prefix + key), Body: bytes.NewReader(body)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *s3Past) get(t *testing.T, key string) []byte {
-	t.Helper()
-	b, err := e.store.Read(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // forgedLine is one delete_issue success record at ts.

@@ -186,9 +186,10 @@ func TestAuditQueryVerified(t *testing.T) {
 	}
 }
 
-// TestAuditVerifyTamperingS3: the same kinds through `audit verify --s3` on s3rver, on
-// a bucket whose digests end before now (between two runs of the digest function).
-func TestAuditVerifyTamperingS3(t *testing.T) {
+// startAuditBucket starts s3rver with a bucket "audit", and points the AWS SDK the
+// CLI loads at it, with nothing read from the developer's AWS configuration.
+func startAuditBucket(t *testing.T) (*emulator.Server, *s3.Client) {
+	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir())
 	srv := emulator.StartT(t, emulator.S3rver)
 	t.Setenv("AWS_ACCESS_KEY_ID", "S3RVER")
@@ -197,11 +198,18 @@ func TestAuditVerifyTamperingS3(t *testing.T) {
 	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	ctx := context.Background()
 	client := s3.NewFromConfig(srv.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
 		t.Fatal(err)
 	}
+	return srv, client
+}
+
+// TestAuditVerifyTamperingS3: the same kinds through `audit verify --s3` on s3rver, on
+// a bucket whose digests end before now (between two runs of the digest function).
+func TestAuditVerifyTamperingS3(t *testing.T) {
+	srv, client := startAuditBucket(t)
+	ctx := context.Background()
 	put := func(t *testing.T, key string, body []byte) {
 		t.Helper()
 		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
