@@ -3,6 +3,7 @@ package digest
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -423,5 +424,31 @@ func TestNewestDigestDeletedLocally(t *testing.T) {
 	}
 	if rep := e.verify(t); !rep.Intact() || rep.Pending != 1 {
 		t.Fatalf("the limit changed (update docs/security.md): %+v", rep)
+	}
+}
+
+// TestWriterDoesNotRestartARemovedChain: with its key kept, a data folder whose
+// digests were removed gets no new chain (which would list the objects as they are
+// now and verify intact); audit verify keeps naming no_digests.
+func TestWriterDoesNotRestartARemovedChain(t *testing.T) {
+	e := newLocalEnv(t)
+	if !e.signer.Created() {
+		t.Fatal("a new folder's key was not reported as created")
+	}
+	writeAll(t, e.writer())
+	if err := os.RemoveAll(filepath.Join(e.dir, "audit-digest")); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := LoadOrCreateFileSigner(e.dir)
+	if err != nil || signer.Created() {
+		t.Fatalf("reloaded key: created %v, %v", signer != nil && signer.Created(), err)
+	}
+	w := e.writer()
+	w.Continue = !signer.Created()
+	if names, err := w.WriteDue(context.Background()); !errors.Is(err, ErrChainGone) || len(names) != 0 {
+		t.Fatalf("WriteDue after the digests were removed: %v, %v", names, err)
+	}
+	if rep := e.verify(t); !slices.ContainsFunc(rep.Problems, func(p Problem) bool { return p.Kind == ProblemNoDigests }) {
+		t.Fatalf("verify: %+v", rep)
 	}
 }

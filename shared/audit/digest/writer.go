@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,15 @@ type Writer struct {
 	// close the hour's files (one minute), or for Firehose's late deliveries.
 	Grace time.Duration
 	Log   *slog.Logger
+	// Continue, when set, forbids starting a new chain: the store had digests (its key
+	// existed), so finding none means they were removed. A new chain would list
+	// whatever the objects hold now, and audit verify would find it intact.
+	Continue bool
 }
+
+// ErrChainGone is returned by a Writer with Continue set when the store holds no
+// digest: audit verify reports it as no_digests until an operator decides.
+var ErrChainGone = errors.New("digest: the signing key exists but no digest does (removed?); audit verify names it; to start a new chain, move the key aside")
 
 // MaxRecordDelay is how late after its hour an object may come and still be an
 // ordinary delivery (Firehose retries within the stream's 24-hour retention; the
@@ -99,6 +108,9 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 		if prev, err = Decode(prevBytes); err != nil {
 			return nil, fmt.Errorf("digest: the last digest %s: %w", prevName, err)
 		}
+	}
+	if prev == nil && w.Continue {
+		return nil, ErrChainGone
 	}
 	if p, ok := w.Store.(preparer); ok {
 		if err := p.seal(end); err != nil {

@@ -282,3 +282,33 @@ func TestAuditVerifyTamperingS3(t *testing.T) {
 		})
 	}
 }
+
+// TestServeDoesNotRestartRemovedDigests: the audit-digest folder removed, a restart of
+// the server writes no new chain over the log as it is then, so audit verify still
+// exits 1 naming no_digests, and the server says why in its log.
+func TestServeDoesNotRestartRemovedDigests(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "--dev")
+	full, _ := devTokensOf(t, s.stdout.String())
+	if code, body := callREST(t, s.base, full, "list_issues", `{}`); code != 200 {
+		t.Fatalf("list_issues: %d %v", code, body)
+	}
+	if code := s.stop(t); code != ExitOK {
+		t.Fatalf("serve exit %d\n%s", code, s.stderr)
+	}
+	mustRun(t, "audit", "verify", "--data", data)
+	if err := os.RemoveAll(filepath.Join(data, "audit-digest")); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, data, "--dev")
+	if code := s.stop(t); code != ExitOK {
+		t.Fatalf("second serve exit %d\n%s", code, s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "no digest does") {
+		t.Errorf("the server did not say why it wrote no digest:\n%s", s.stderr)
+	}
+	r := run(t, nil, "audit", "verify", "--data", data)
+	if r.code != ExitFailure || !problemLine(r.stdout, digest.ProblemNoDigests, digest.Prefix) {
+		t.Fatalf("verify after the digests were removed and the server restarted: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
