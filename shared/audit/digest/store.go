@@ -45,6 +45,24 @@ type Store interface {
 	String() string
 }
 
+// DigestChange is a version of a digest that is not the one in place: a delete marker,
+// or an earlier version replaced. The writer never deletes or overwrites a digest, so
+// each is someone else's doing.
+type DigestChange struct {
+	Path         string
+	VersionID    string
+	DeleteMarker bool
+	LastModified time.Time
+}
+
+// versioned is a store that keeps every version of its digests (an S3 bucket with
+// versioning on): the verifier reads their history.
+type versioned interface {
+	// DigestHistory reports whether versions are kept, and every delete marker and
+	// noncurrent version under Prefix.
+	DigestHistory(ctx context.Context) (on bool, changes []DigestChange, err error)
+}
+
 // ErrNotFound is returned by Store.Read for a path that holds nothing.
 var ErrNotFound = errors.New("digest: not found")
 
@@ -278,6 +296,40 @@ func (s S3Store) Read(ctx context.Context, path string) ([]byte, error) {
 	}
 	defer body.Close()
 	return io.ReadAll(body)
+}
+
+// DigestHistory reads the bucket's versioning state and the versions under
+// audit-digest/. Object Lock keeps a deleted or replaced digest's version for the
+// retention period, so its deletion shows here even after the digest function wrote the
+// window again.
+func (s S3Store) DigestHistory(ctx context.Context) (bool, []DigestChange, error) {
+	v, err := s.Client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.Bucket)})
+	if err != nil {
+		return false, nil, fmt.Errorf("digest: versioning of %s: %w", s, err)
+	}
+	if v.Status != s3types.BucketVersioningStatusEnabled {
+		return false, nil, nil
+	}
+	var out []DigestChange
+	p := s3.NewListObjectVersionsPaginator(s.Client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + Prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return true, nil, fmt.Errorf("digest: list versions of %s: %w", s, err)
+		}
+		for _, m := range page.DeleteMarkers {
+			out = append(out, DigestChange{Path: strings.TrimPrefix(aws.ToString(m.Key), s.Prefix), VersionID: aws.ToString(m.VersionId),
+				DeleteMarker: true, LastModified: aws.ToTime(m.LastModified)})
+		}
+		for _, o := range page.Versions {
+			if !aws.ToBool(o.IsLatest) {
+				out = append(out, DigestChange{Path: strings.TrimPrefix(aws.ToString(o.Key), s.Prefix), VersionID: aws.ToString(o.VersionId),
+					LastModified: aws.ToTime(o.LastModified)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b DigestChange) int { return strings.Compare(a.Path+a.VersionID, b.Path+b.VersionID) })
+	return true, out, nil
 }
 
 // WriteDigest puts the digest with If-None-Match: * (never over an existing one) and

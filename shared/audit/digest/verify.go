@@ -20,6 +20,7 @@ const (
 	ProblemMissingDigest = "missing_digest" // an hour no digest covers
 	ProblemNoDigests     = "no_digests"     // objects, or a signing key, and not one digest
 	ProblemFutureTime    = "future_mtime"   // an object last written after the verifier's clock
+	ProblemDigestDeleted = "digest_deleted" // a kept version of a digest that was deleted or replaced (S3 versions)
 )
 
 // MaxClockSkew is how far after the verifier's clock an object's modification time
@@ -35,19 +36,23 @@ type Problem struct {
 
 // Report is the outcome of Verify.
 type Report struct {
-	Store       string    `json:"store"`
-	From        string    `json:"from,omitempty"`
-	To          string    `json:"to"`
-	Digests     int       `json:"digests"`
-	FirstWindow string    `json:"first_window_start,omitempty"`
-	LastWindow  string    `json:"last_window_end,omitempty"`
-	Objects     int       `json:"objects"`
-	Records     int64     `json:"records"`
-	Pending     int       `json:"objects_not_yet_digested"`    // written after the last digest, of hours after it
-	Uncovered   int       `json:"objects_before_first_digest"` // written before digests began
-	Late        int       `json:"late_objects"`                // listed, and more than MaxRecordDelay late
-	KeyIDs      []string  `json:"key_ids"`
-	Problems    []Problem `json:"problems"`
+	Store       string   `json:"store"`
+	From        string   `json:"from,omitempty"`
+	To          string   `json:"to"`
+	Digests     int      `json:"digests"`
+	FirstWindow string   `json:"first_window_start,omitempty"`
+	LastWindow  string   `json:"last_window_end,omitempty"`
+	Objects     int      `json:"objects"`
+	Records     int64    `json:"records"`
+	Pending     int      `json:"objects_not_yet_digested"`    // written after the last digest, of hours after it
+	Uncovered   int      `json:"objects_before_first_digest"` // written before digests began
+	Late        int      `json:"late_objects"`                // listed, and more than MaxRecordDelay late
+	KeyIDs      []string `json:"key_ids"`
+	// Versions is what the digests' version history showed: "checked" (S3 with
+	// versioning), "off" (a bucket without), "" for a data folder, or why it could
+	// not be read.
+	Versions string    `json:"digest_versions,omitempty"`
+	Problems []Problem `json:"problems"`
 	// Verified are the paths of the objects found as their digests list them: what
 	// `audit query --verified` reads.
 	Verified map[string]bool `json:"-"`
@@ -104,6 +109,24 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 	names, err := v.Store.Digests(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if vs, ok := v.Store.(versioned); ok {
+		on, changes, err := vs.DigestHistory(ctx)
+		switch {
+		case err != nil:
+			rep.Versions = "not read: " + err.Error()
+		case !on:
+			rep.Versions = "off"
+		default:
+			rep.Versions = "checked"
+		}
+		for _, c := range changes {
+			what := "an earlier version, replaced"
+			if c.DeleteMarker {
+				what = "a delete marker: the digest was deleted"
+			}
+			add(ProblemDigestDeleted, c.Path, "%s (version %s, %s); the writer never deletes or replaces a digest", what, c.VersionID, FormatTime(c.LastModified))
+		}
 	}
 	var all []loaded
 	for _, n := range names {

@@ -17,6 +17,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/audittest"
 	"github.com/aacworkflow/aacmcp/shared/audit/digest"
+	"github.com/aacworkflow/aacmcp/shared/audit/digest/mototest"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/test/emulator"
 )
@@ -310,5 +311,56 @@ func TestServeDoesNotRestartRemovedDigests(t *testing.T) {
 	r := run(t, nil, "audit", "verify", "--data", data)
 	if r.code != ExitFailure || !problemLine(r.stdout, digest.ProblemNoDigests, digest.Prefix) {
 		t.Fatalf("verify after the digests were removed and the server restarted: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestAuditVerifyDigestDeletedS3: on a bucket with Object Lock (moto's S3 server, which
+// keeps versions), the newest digest deleted and written again by the next run leaves
+// a whole chain; audit verify --s3 exits 1 naming the digest from its kept version.
+func TestAuditVerifyDigestDeletedS3(t *testing.T) {
+	client, endpoint := mototest.StartEndpoint(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", mototest.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", mototest.SecretKey)
+	t.Setenv("AWS_REGION", mototest.Region)
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-5 * time.Hour)
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(old.UTC().Format("audit/dt=2006-01-02/hour=15/") + "AuditDelivery-1.json"),
+		Body: bytes.NewReader(audit.AppendLine(nil, audittest.Record(old)))}); err != nil {
+		t.Fatal(err)
+	}
+	keyDir := t.TempDir()
+	signer, err := digest.LoadOrCreateFileSigner(keyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(keyDir, "pub.pem")
+	if err := os.WriteFile(pub, signer.PublicKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &digest.Writer{Store: digest.S3Store{Client: client, Bucket: "audit"}, Signer: signer, Grace: 15 * time.Minute, Log: slog.New(slog.DiscardHandler)}
+	names, err := w.WriteDue(ctx)
+	if err != nil || len(names) == 0 {
+		t.Fatalf("WriteDue: %v %v", names, err)
+	}
+	args := []string{"audit", "verify", "--s3", "s3://audit", "--endpoint-url", endpoint, "--public-key", pub}
+	if r := run(t, nil, args...); r.code != ExitOK || !strings.Contains(r.stdout, "digest versions: checked") {
+		t.Fatalf("untouched: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	newest := names[len(names)-1]
+	if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("audit"), Key: aws.String(newest)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, args...)
+	if r.code != ExitFailure || !problemLine(r.stdout, digest.ProblemDigestDeleted, newest) {
+		t.Fatalf("exit %d, want %d and a %s line for %s\n%s%s", r.code, ExitFailure, digest.ProblemDigestDeleted, newest, r.stdout, r.stderr)
 	}
 }

@@ -235,6 +235,15 @@ func printReport(w io.Writer, r *digest.Report) {
 		fmt.Fprintf(w, "  digests: %d, %s to %s, signed by %s\n", r.Digests, r.FirstWindow, r.LastWindow, strings.Join(r.KeyIDs, ", "))
 	}
 	fmt.Fprintf(w, "  objects: %d verified (%d records)\n", r.Objects, r.Records)
+	switch r.Versions {
+	case "":
+	case "checked":
+		fmt.Fprintf(w, "  digest versions: checked for deleted or replaced digests\n")
+	case "off":
+		fmt.Fprintf(w, "  digest versions: not kept (bucket versioning is off): a deleted newest digest cannot be seen\n")
+	default:
+		fmt.Fprintf(w, "  digest versions: %s\n", r.Versions)
+	}
 	if r.Late > 0 {
 		fmt.Fprintf(w, "  late: %d object%s listed more than %s after its hour (a replay)\n", r.Late, plural(r.Late), digest.MaxRecordDelay)
 	}
