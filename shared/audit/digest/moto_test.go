@@ -50,6 +50,13 @@ func TestS3DigestHistory(t *testing.T) {
 		}
 	}
 
+	// Outside the range checked (--from after it), a deleted digest is not named: past
+	// the retention, lifecycle expiration deletes digests itself.
+	v := &Verifier{Store: e.store, Keys: e.keys, Keyed: true, Delivery: 15 * time.Minute}
+	if rep, err := v.Verify(ctx, time.Now().Add(time.Hour), time.Time{}); err != nil || slices.ContainsFunc(rep.Problems, func(p Problem) bool { return p.Kind == ProblemDigestDeleted }) {
+		t.Fatalf("verify from after the deleted digest: %+v %v", rep, err)
+	}
+
 	// The first digest put again, byte for byte: its earlier version is kept.
 	e.put(t, names[0], e.get(t, names[0]))
 	rep = e.verify(t, time.Now())

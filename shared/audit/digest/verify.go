@@ -121,6 +121,11 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 			rep.Versions = "checked"
 		}
 		for _, c := range changes {
+			// Only the range checked: past the retention, the bucket's lifecycle
+			// expiration puts delete markers on old digests itself.
+			if start, end := nameWindow(c.Path); IsName(c.Path) && (!end.After(from) || !start.Before(to)) {
+				continue
+			}
 			what := "an earlier version, replaced"
 			if c.DeleteMarker {
 				what = "a delete marker: the digest was deleted"
@@ -151,11 +156,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		if l.d != nil {
 			return l.d.Start(), l.d.End()
 		}
-		var s, e time.Time
-		base := l.name[len(l.name)-len("20060102T150405.000000000Z_20060102T150405.000000000Z.json"):]
-		s, _ = time.Parse("20060102T150405.000000000Z", base[:26])
-		e, _ = time.Parse("20060102T150405.000000000Z", base[27:53])
-		return s, e
+		return nameWindow(l.name)
 	}
 
 	listed := map[string]bool{}
@@ -349,6 +350,18 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// nameWindow reads a window's bounds from a digest's name (IsName).
+func nameWindow(name string) (start, end time.Time) {
+	const stamp = "20060102T150405.000000000Z"
+	if len(name) < 2*len(stamp)+len("_.json") {
+		return start, end
+	}
+	base := name[len(name)-len(stamp+"_"+stamp+".json"):]
+	start, _ = time.Parse(stamp, base[:len(stamp)])
+	end, _ = time.Parse(stamp, base[len(stamp)+1:2*len(stamp)+1])
+	return start, end
 }
 
 // gap reports each hour of [from, to) as without a digest.
