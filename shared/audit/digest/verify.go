@@ -270,8 +270,8 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 	if len(all) == 0 {
 		switch {
 		case len(objs) > 0:
-			add(ProblemNoDigests, Prefix, "%d audit object%s (the first %s) and not one digest: the digests were removed, or none was ever written",
-				len(objs), plural(len(objs)), objs[0].Path)
+			add(ProblemNoDigests, Prefix, "audit objects (%d, the first %s) and not one digest: the digests were removed, or none was ever written",
+				len(objs), objs[0].Path)
 		case v.Keyed:
 			add(ProblemNoDigests, Prefix, "a signing key exists and not one digest: the first digest is written when the key is made")
 		}
@@ -343,13 +343,6 @@ func (v *Verifier) recordTimes(ctx context.Context, p string) (first, last time.
 	first, err1 := time.Parse(time.RFC3339Nano, o.FirstTimestamp)
 	last, err2 := time.Parse(time.RFC3339Nano, o.LastTimestamp)
 	return first, last, err1 == nil && err2 == nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // nameWindow reads a window's bounds from a digest's name (IsName).

@@ -225,8 +225,8 @@ func describe(ctx context.Context, s Store, p string) (Object, error) {
 	n := &countWriter{}
 	tee := io.TeeReader(body, io.MultiWriter(h, n))
 	sum, serr := file.SummarizeReader(path.Base(p), tee)
-	// What the summary left unread (it stops at a read error of the content only
-	// when the stream itself failed) still belongs to the hash.
+	// SummarizeReader reads to the end; should it stop early, the rest still
+	// belongs to the hash.
 	if _, err := io.Copy(io.Discard, tee); err != nil {
 		return Object{}, fmt.Errorf("digest: read %s: %w", p, err)
 	}

@@ -48,7 +48,9 @@ single digest are an error; each digest must name its predecessor's path, hash a
 signature, each signature must verify, and no hour between the first digest and the
 last may lack one (with --s3, no hour that ended more than 75 minutes ago either).
 Objects under audit-errors/ (Firehose's conversion failures) are digested and checked
-like the rest.
+like the rest. With --s3 on a versioned bucket, a delete marker or an older version
+under audit-digest/ (a digest deleted or replaced: the digest function does neither) is
+an error too, even once its window was written again.
 
 Exit status 0 and a summary when the log is intact; 1 and one line per problem, by file,
 when it is not. Public keys come from <data>/audit-digest-keys/ (local digests are
