@@ -112,6 +112,10 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 	if prev == nil && w.Continue {
 		return nil, ErrChainGone
 	}
+	// Nothing due (the server asks every minute): no seal, no listing of the log.
+	if prev != nil && !prev.End().Before(end) {
+		return nil, nil
+	}
 	if p, ok := w.Store.(preparer); ok {
 		if err := p.seal(end); err != nil {
 			return nil, err
