@@ -48,6 +48,10 @@ deps: $(NPM_STAMP) ## Install Go modules, Debian's chromium and the pinned npm t
 	  fi; \
 	  if [ ! -x /usr/bin/chromium ]; then echo "deps: apt-get installed chromium but /usr/bin/chromium is still missing" >&2; exit 1; fi; \
 	fi
+	@# The digest-history tests need an S3 server that keeps object versions: moto's.
+	@# It is Python's moto[server] package, which this machine image ships; PyPI is
+	@# not reachable from here, so a machine without it stops here, loudly.
+	@command -v moto_server >/dev/null || { echo "deps: moto_server is missing (Python package moto[server]); the audit digest-history tests need it" >&2; exit 1; }
 
 $(NPM_STAMP): test/package.json test/package-lock.json
 	npm ci --prefix test --no-audit --no-fund --loglevel=error

@@ -48,13 +48,13 @@ func newDigests(scope constructs.Construct, p *pipeline, fns *functionSet) awskm
 		Actions:   jsii.Strings("s3:ListBucket"),
 		Resources: jsii.Strings(bucketArn),
 		Conditions: &map[string]any{
-			"StringLike": map[string]any{"s3:prefix": []string{auditPrefix + "*", digestPrefix + "*"}},
+			"StringLike": map[string]any{"s3:prefix": []string{auditPrefix + "*", auditErrorPrefix + "*", digestPrefix + "*"}},
 		},
 	}))
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("ReadLogAndDigests"),
 		Actions:   jsii.Strings("s3:GetObject"),
-		Resources: jsii.Strings(bucketArn+"/"+auditPrefix+"*", bucketArn+"/"+digestPrefix+"*"),
+		Resources: jsii.Strings(bucketArn+"/"+auditPrefix+"*", bucketArn+"/"+auditErrorPrefix+"*", bucketArn+"/"+digestPrefix+"*"),
 	}))
 	// PutObject only: no delete, no overwrite of a locked version, no retention
 	// change, no governance bypass.
@@ -63,9 +63,10 @@ func newDigests(scope constructs.Construct, p *pipeline, fns *functionSet) awskm
 		Actions:   jsii.Strings("s3:PutObject"),
 		Resources: jsii.Strings(bucketArn + "/" + digestPrefix + "*"),
 	}))
-	suppress(role, "IAM5", "The function reads every audit object and digest and creates digests: object ARNs "+
-		"cannot be listed in advance, so the grants are confined to the two prefixes.",
+	suppress(role, "IAM5", "The function reads every audit object, error object and digest and creates digests: "+
+		"object ARNs cannot be listed in advance, so the grants are confined to the three prefixes.",
 		"Resource::<"+logicalID(p.bucket)+".Arn>/"+auditPrefix+"*",
+		"Resource::<"+logicalID(p.bucket)+".Arn>/"+auditErrorPrefix+"*",
 		"Resource::<"+logicalID(p.bucket)+".Arn>/"+digestPrefix+"*")
 
 	// Minute 15: past Firehose's latest delivery of the hour before (1.5 x 300 s).
@@ -78,6 +79,12 @@ func newDigests(scope constructs.Construct, p *pipeline, fns *functionSet) awskm
 			RetryAttempts: jsii.Number(2),
 			MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(40)),
 		})},
+	})
+	// audit verify --s3 --kms-key pins this key: without the pin any signing key the
+	// caller may read verifies a rewritten digest that names it.
+	awscdk.NewCfnOutput(scope, jsii.String(outDigestKeyARN), &awscdk.CfnOutputProps{
+		Value:       key.KeyArn(),
+		Description: jsii.String("KMS key that signs the audit digests: pass it to aacmcp audit verify --s3 --kms-key"),
 	})
 	return key
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/functions/digest/digestfn"
+	"github.com/aacworkflow/aacmcp/shared/audit/digest"
 )
 
 // assertCDK runs a CDK assertion, which panics on failure, as a test error.
@@ -90,10 +91,40 @@ func TestDigestRoleIsConfined(t *testing.T) {
 				t.Errorf("digest role writes to %v", st.Resources)
 			}
 		case slices.Contains(st.Actions, "s3:ListBucket"):
-			if !strings.Contains(st.Conditions, `"s3:prefix":["audit/*","audit-digest/*"]`) {
+			if !strings.Contains(st.Conditions, `"s3:prefix":["audit/*","audit-errors/*","audit-digest/*"]`) {
 				t.Errorf("ListBucket condition %s", st.Conditions)
 			}
 		}
+	}
+}
+
+// TestDigestKeyOutput: the stack names the digest key's ARN, what audit verify --s3
+// --kms-key pins (docs/deploy.md, "Verify your audit log").
+func TestDigestKeyOutput(t *testing.T) {
+	key := plain.raw.logicalIDWithPrefix(t, "AWS::KMS::Key", "AuditDigestKey")
+	assertCDK(t, "output", func() {
+		plain.template.HasOutput(jsii.String(outDigestKeyARN), map[string]any{
+			"Value": map[string]any{"Fn::GetAtt": []any{key, "Arn"}},
+		})
+	})
+}
+
+// TestDigestRoleReadsErrorObjects: the digests list audit-errors/ too, so the role
+// reads that prefix (and still writes only under audit-digest/).
+func TestDigestRoleReadsErrorObjects(t *testing.T) {
+	role := plain.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnDigest)+"Role")
+	read := false
+	for _, st := range statementsOf(t, plain, role) {
+		if slices.Contains(st.Actions, "s3:GetObject") && slices.ContainsFunc(st.Resources, func(r string) bool { return strings.Contains(r, `/audit-errors/*`) }) {
+			read = true
+		}
+	}
+	if !read {
+		t.Error("the digest role cannot read audit-errors/")
+	}
+	// Firehose's error prefix is the one the digest package lists.
+	if auditErrorPrefix != digest.ErrorPrefix {
+		t.Errorf("Firehose writes errors under %q, the digests list %q", auditErrorPrefix, digest.ErrorPrefix)
 	}
 }
 

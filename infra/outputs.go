@@ -35,6 +35,7 @@ const (
 	outOAuthDiscovery     = "OAuthDiscovery"
 	outStepUpChallenge    = "StepUpChallenge"
 	outFrontDoorID        = "FrontDoorDistributionId"
+	outDigestKeyARN       = "AuditDigestKeyArn" // written by newDigests
 )
 
 // What the deployed URL does for OAuth clients (docs/decisions.md, "Challenges and

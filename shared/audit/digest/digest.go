@@ -37,6 +37,10 @@ const Prefix = "audit-digest/"
 // LogPrefix is the folder or key prefix of the audit objects themselves.
 const LogPrefix = "audit/"
 
+// ErrorPrefix is where Firehose writes the records it could not convert:
+// audit-errors/<error type>/dt=.../hour=.../name. Digests list these objects too.
+const ErrorPrefix = "audit-errors/"
+
 // Signature algorithms.
 const (
 	AlgEd25519     = "Ed25519"       // the local key
@@ -51,6 +55,11 @@ type Object struct {
 	Records        int64  `json:"records"`
 	FirstTimestamp string `json:"first_timestamp"`
 	LastTimestamp  string `json:"last_timestamp"`
+	// Late marks an object whose partition hour ended more than MaxRecordDelay before
+	// the window began (a replay of Firehose's failure queue): the window lists it
+	// although its hour was digested long before. Absent when false, so digests
+	// written before the member existed keep their canonical form.
+	Late bool `json:"late,omitempty"`
 }
 
 // Digest is one digest file. Field order is the canonical order: Encode writes the
@@ -114,7 +123,7 @@ func Hash(b []byte) string {
 
 var (
 	hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	objPath   = regexp.MustCompile(`^audit/dt=\d{4}-\d{2}-\d{2}/hour=\d{2}/[^/]+$`)
+	objPath   = regexp.MustCompile(`^(audit|audit-errors/[^/]+)/dt=(\d{4}-\d{2}-\d{2})/hour=(\d{2})/[^/]+$`)
 )
 
 // Decode parses a digest file. The bytes must be exactly the canonical encoding of
@@ -177,6 +186,17 @@ func (d *Digest) validate() error {
 		return bad("key_id, signature_algorithm or signature")
 	}
 	return nil
+}
+
+// PartitionHour is the hour of the partition an object path names: audit/dt=.../
+// hour=.../name or audit-errors/<type>/dt=.../hour=.../name.
+func PartitionHour(p string) (time.Time, bool) {
+	m := objPath.FindStringSubmatch(p)
+	if m == nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.DateOnly+"T15", m[2]+"T"+m[3])
+	return t, err == nil
 }
 
 // Name is the path of the digest for a window, relative to the log's root:

@@ -3,6 +3,7 @@ package digest
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func (e *localEnv) verify(t *testing.T) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }}
+	v := &Verifier{Store: e.store, Keys: keys, Now: func() time.Time { return e.now }, Keyed: len(keys) > 0, Delivery: 2 * time.Minute}
 	rep, err := v.Verify(context.Background(), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestIntactLogVerifies(t *testing.T) {
 		t.Errorf("second WriteDue: %v, %v", again, err)
 	}
 	// The key file is private.
-	fi, err := os.Stat(filepath.Join(e.dir, keyFile))
+	fi, err := os.Stat(filepath.Join(e.dir, KeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file: %v %v", fi.Mode(), err)
 	}
@@ -210,6 +211,52 @@ func TestTamperingIsNamed(t *testing.T) {
 			}
 			return ProblemMissingDigest, names[1][:strings.LastIndex(names[1], "/")+1]
 		}},
+		{"every digest deleted", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			if err := os.RemoveAll(filepath.Join(e.dir, "audit-digest")); err != nil {
+				t.Fatal(err)
+			}
+			return ProblemNoDigests, Prefix
+		}},
+		{"every digest and object deleted, the key kept", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			for _, d := range []string{"audit-digest", "audit"} {
+				if err := os.RemoveAll(filepath.Join(e.dir, d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ProblemNoDigests, Prefix
+		}},
+		{"forged object with a future mtime", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			return ProblemFutureTime, forged
+		}},
+		{"forged object with a past mtime", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+			return ProblemAdded, forged
+		}},
+		{"forged object after the last digest, in a digested partition", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			forged := forge(t, e, filepath.Dir(obj)+"/forged.json", time.Now(), e.now.Add(-time.Minute))
+			return ProblemAdded, forged
+		}},
+		{"forged object after the last digest, its records in digested time", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			// The partition of the hour under way (not digested), records of the
+			// digested hour the log began in.
+			part := e.now.UTC().Format("audit/dt=2006-01-02/hour=15")
+			forged := forge(t, e, part+"/forged.json", time.Now(), e.now.Add(-time.Minute))
+			return ProblemAdded, forged
+		}},
+		{"a copy of a compacted Parquet file", func(t *testing.T, e *localEnv, names []string) (string, string) {
+			obj, _ := objectOf(t, e, names)
+			b, err := os.ReadFile(filepath.Join(e.dir, obj))
+			if err != nil || !strings.HasSuffix(obj, ".parquet") {
+				t.Fatalf("%s: %v", obj, err)
+			}
+			cp := filepath.Dir(obj) + "/copy.parquet"
+			writeAt(t, filepath.Join(e.dir, cp), b, e.now.Add(-time.Minute))
+			return ProblemAdded, cp
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,6 +268,58 @@ func TestTamperingIsNamed(t *testing.T) {
 				t.Fatalf("want %s %s among the problems, got %+v", kind, path, rep.Problems)
 			}
 		})
+	}
+}
+
+// forge writes a JSON file of one delete_issue record timestamped ts at the path p
+// (relative to the data folder) and sets its mtime.
+func forge(t *testing.T, e *localEnv, p string, ts, mtime time.Time) string {
+	t.Helper()
+	r := audittest.Record(ts)
+	r.Tool, r.Outcome = "delete_issue", "success"
+	writeAt(t, filepath.Join(e.dir, p), audit.AppendLine(nil, r), mtime)
+	return p
+}
+
+func writeAt(t *testing.T, p string, b []byte, mtime time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateObjectIsListed: an object of an hour more than two days old, written after
+// the last digest (a replay of the failure queue), is listed by the next digest and
+// marked late, and verify counts it instead of calling it added.
+func TestLateObjectIsListed(t *testing.T) {
+	e := newLocalEnv(t)
+	e.clock = time.Now
+	e.now = time.Now().Add(time.Hour)
+	if _, err := e.writer().WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := file.New(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(context.Background(), audittest.Record(time.Now().Add(-72*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.writer().WriteNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.verify(t)
+	if !rep.Intact() || rep.Records != 6 || rep.Late != 1 {
+		t.Fatalf("after a record 72 hours late: %+v", rep)
 	}
 }
 
@@ -285,5 +384,71 @@ func TestSealKeepsDigestedJSON(t *testing.T) {
 	}
 	if rep := e.verify(t); !rep.Intact() || rep.Records != 6 {
 		t.Fatalf("compaction removed a digested JSON file: %+v", rep)
+	}
+}
+
+// TestNewestDigestDeletedLocally pins the limit docs/security.md states ("What `audit
+// verify` guarantees"): in a data folder, the newest digest deleted and an object it
+// listed then changed leave a chain that ends an hour earlier and an object that looks
+// not yet digested. On S3 the hour without a digest is named once it is 75 minutes
+// old (TestS3TamperingIsNamed, "missing digest hour"), and Object Lock forbids the
+// deletion.
+func TestNewestDigestDeletedLocally(t *testing.T) {
+	e := newLocalEnv(t)
+	hour := time.Now().UTC().Truncate(time.Hour)
+	// A chain begun two hours before the records, then continued to the end of their
+	// hour: the newest digest lists their Parquet file.
+	e.now = hour.Add(-55 * time.Minute)
+	if _, err := e.writer().WriteDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.now = hour.Add(time.Hour + 5*time.Minute)
+	names, err := e.writer().WriteDue(context.Background())
+	if err != nil || len(names) == 0 {
+		t.Fatalf("WriteDue: %v %v", names, err)
+	}
+	newest := names[len(names)-1]
+	b, _ := e.store.Read(context.Background(), newest)
+	d, err := Decode(b)
+	if err != nil || len(d.Objects) != 1 || e.verify(t).Records != 5 {
+		t.Fatalf("the newest digest %s lists %+v (%v)", newest, d, err)
+	}
+	if err := os.Remove(filepath.Join(e.dir, newest)); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(e.dir, d.Objects[0].Path)
+	pq, _ := os.ReadFile(obj)
+	pq[len(pq)/2] ^= 1
+	if err := os.WriteFile(obj, pq, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := e.verify(t); !rep.Intact() || rep.Pending != 1 {
+		t.Fatalf("the limit changed (update docs/security.md): %+v", rep)
+	}
+}
+
+// TestWriterDoesNotRestartARemovedChain: with its key kept, a data folder whose
+// digests were removed gets no new chain (which would list the objects as they are
+// now and verify intact); audit verify keeps naming no_digests.
+func TestWriterDoesNotRestartARemovedChain(t *testing.T) {
+	e := newLocalEnv(t)
+	if !e.signer.Created() {
+		t.Fatal("a new folder's key was not reported as created")
+	}
+	writeAll(t, e.writer())
+	if err := os.RemoveAll(filepath.Join(e.dir, "audit-digest")); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := LoadOrCreateFileSigner(e.dir)
+	if err != nil || signer.Created() {
+		t.Fatalf("reloaded key: created %v, %v", signer != nil && signer.Created(), err)
+	}
+	w := e.writer()
+	w.Continue = !signer.Created()
+	if names, err := w.WriteDue(context.Background()); !errors.Is(err, ErrChainGone) || len(names) != 0 {
+		t.Fatalf("WriteDue after the digests were removed: %v, %v", names, err)
+	}
+	if rep := e.verify(t); !slices.ContainsFunc(rep.Problems, func(p Problem) bool { return p.Kind == ProblemNoDigests }) {
+		t.Fatalf("verify: %+v", rep)
 	}
 }

@@ -55,7 +55,7 @@ func checkSignature(pub crypto.PublicKey, alg string, msg, sig []byte) bool {
 
 // Local key files, under the data folder.
 const (
-	keyFile = "audit-digest.key"  // the Ed25519 private key, PKCS #8 PEM, 0600
+	KeyFile = "audit-digest.key"  // the Ed25519 private key, PKCS #8 PEM, 0600
 	keysDir = "audit-digest-keys" // <key id>.pem: every public key that signed digests
 )
 
@@ -63,7 +63,13 @@ const (
 type FileSigner struct {
 	key ed25519.PrivateKey
 	id  string
+	new bool // LoadOrCreateFileSigner made the key
 }
+
+// Created reports whether the key was made by the call that returned the signer. A
+// key that existed before has signed the folder's first digest (the writer writes one
+// at once), so a folder with the key and no digest lost its digests.
+func (s *FileSigner) Created() bool { return s.new }
 
 // KeyIDOf is the id of a local public key: "ed25519:" and the first 16 bytes of the
 // SHA-256 of its PKIX encoding, in hex. Print it and keep it elsewhere to pin the key
@@ -77,12 +83,14 @@ func KeyIDOf(pub ed25519.PublicKey) string {
 // LoadOrCreateFileSigner reads <dir>/audit-digest.key, creating it (0600) on first
 // use, and makes sure its public key is in <dir>/audit-digest-keys/.
 func LoadOrCreateFileSigner(dir string) (*FileSigner, error) {
-	p := filepath.Join(dir, keyFile)
+	p := filepath.Join(dir, KeyFile)
 	b, err := os.ReadFile(p)
+	created := false
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := createKey(p); err != nil {
 			return nil, err
 		}
+		created = true
 		b, err = os.ReadFile(p)
 	}
 	if err != nil {
@@ -100,7 +108,7 @@ func LoadOrCreateFileSigner(dir string) (*FileSigner, error) {
 	if !ok {
 		return nil, fmt.Errorf("digest: %s: not an Ed25519 key", p)
 	}
-	s := &FileSigner{key: key, id: KeyIDOf(key.Public().(ed25519.PublicKey))}
+	s := &FileSigner{key: key, id: KeyIDOf(key.Public().(ed25519.PublicKey)), new: created}
 	if err := s.publish(dir); err != nil {
 		return nil, err
 	}

@@ -31,16 +31,36 @@ type ObjectInfo struct {
 
 // Store is where the log and its digests live: a data folder or an S3 bucket.
 type Store interface {
-	// Objects lists the audit objects in path order: every one, or (since not zero)
-	// those of the partitions from since's day on.
-	Objects(ctx context.Context, since time.Time) ([]ObjectInfo, error)
-	// Read returns the bytes of an object or digest; ErrNotFound when there is none.
+	// Objects lists every audit object, under LogPrefix and ErrorPrefix, in path order.
+	Objects(ctx context.Context) ([]ObjectInfo, error)
+	// Open streams an object; ErrNotFound when there is none.
+	Open(ctx context.Context, path string) (io.ReadCloser, error)
+	// Read returns the bytes of a digest (or of an object); ErrNotFound when there is
+	// none. Objects are streamed with Open: Firehose's reach 128 MiB.
 	Read(ctx context.Context, path string) ([]byte, error)
 	// Digests lists every path under Prefix, in name order (which is window order).
 	Digests(ctx context.Context) ([]string, error)
 	// WriteDigest creates a digest; it never replaces one.
 	WriteDigest(ctx context.Context, path string, b []byte) error
 	String() string
+}
+
+// DigestChange is a version of a digest that is not the one in place: a delete marker,
+// or an earlier version replaced. The writer never deletes or overwrites a digest, so
+// each is someone else's doing.
+type DigestChange struct {
+	Path         string
+	VersionID    string
+	DeleteMarker bool
+	LastModified time.Time
+}
+
+// versioned is a store that keeps every version of its digests (an S3 bucket with
+// versioning on): the verifier reads their history.
+type versioned interface {
+	// DigestHistory reports whether versions are kept, and every delete marker and
+	// noncurrent version under Prefix.
+	DigestHistory(ctx context.Context) (on bool, changes []DigestChange, err error)
 }
 
 // ErrNotFound is returned by Store.Read for a path that holds nothing.
@@ -51,59 +71,52 @@ type LocalStore struct{ Dir string }
 
 func (s LocalStore) String() string { return "data folder " + s.Dir }
 
-func (s LocalStore) Objects(_ context.Context, since time.Time) ([]ObjectInfo, error) {
-	first := ""
-	if !since.IsZero() {
-		first = "dt=" + since.UTC().Format(time.DateOnly)
-	}
+func (s LocalStore) Objects(context.Context) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	root := filepath.Join(s.Dir, strings.TrimSuffix(LogPrefix, "/"))
-	days, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("digest: %w", err)
-	}
-	for _, day := range days {
-		if !day.IsDir() || !strings.HasPrefix(day.Name(), "dt=") || day.Name() < first {
-			continue
-		}
-		hours, err := os.ReadDir(filepath.Join(root, day.Name()))
+	for _, prefix := range []string{LogPrefix, ErrorPrefix} {
+		root := filepath.Join(s.Dir, filepath.FromSlash(prefix))
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) && p == root {
+				return fs.SkipAll
+			}
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			rel, err := filepath.Rel(s.Dir, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			// Only the names readers take as records: not .open (being created),
+			// .tmp (being compacted), the compaction lock or the seal. Under
+			// audit-errors/ (Firehose's layout; nothing local writes there) every file.
+			ext := filepath.Ext(p)
+			if !d.Type().IsRegular() || (prefix == LogPrefix && ext != ".json" && ext != ".parquet") {
+				return nil
+			}
+			if _, ok := PartitionHour(rel); !ok {
+				return nil
+			}
+			fi, err := os.Stat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // compacted away meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, ObjectInfo{
+				Path:    rel,
+				Size:    fi.Size(),
+				ModTime: fi.ModTime(),
+				Open:    ext == ".json" && heldByWriter(p),
+			})
+			return nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("digest: %w", err)
-		}
-		for _, hour := range hours {
-			if !hour.IsDir() || !strings.HasPrefix(hour.Name(), "hour=") {
-				continue
-			}
-			dir := filepath.Join(root, day.Name(), hour.Name())
-			files, err := os.ReadDir(dir)
-			if err != nil {
-				return nil, fmt.Errorf("digest: %w", err)
-			}
-			for _, f := range files {
-				// Only the names readers take as records: not .open (being created),
-				// .tmp (being compacted) or the compaction lock.
-				ext := filepath.Ext(f.Name())
-				if !f.Type().IsRegular() || (ext != ".json" && ext != ".parquet") {
-					continue
-				}
-				p := filepath.Join(dir, f.Name())
-				fi, err := os.Stat(p)
-				if errors.Is(err, fs.ErrNotExist) {
-					continue // compacted away meanwhile
-				}
-				if err != nil {
-					return nil, fmt.Errorf("digest: %w", err)
-				}
-				out = append(out, ObjectInfo{
-					Path:    LogPrefix + day.Name() + "/" + hour.Name() + "/" + f.Name(),
-					Size:    fi.Size(),
-					ModTime: fi.ModTime(),
-					Open:    ext == ".json" && heldByWriter(p),
-				})
-			}
 		}
 	}
 	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Path, b.Path) })
@@ -119,6 +132,17 @@ func heldByWriter(path string) bool {
 	}
 	defer f.Close()
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
+}
+
+func (s LocalStore) Open(_ context.Context, path string) (io.ReadCloser, error) {
+	if !filepath.IsLocal(path) {
+		return nil, fmt.Errorf("digest: path %q leaves the data folder", path)
+	}
+	f, err := os.Open(filepath.Join(s.Dir, filepath.FromSlash(path)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, path)
+	}
+	return f, err
 }
 
 func (s LocalStore) Read(_ context.Context, path string) ([]byte, error) {
@@ -226,22 +250,22 @@ func (s S3Store) list(ctx context.Context, prefix, startAfter string, fn func(s3
 	return nil
 }
 
-func (s S3Store) Objects(ctx context.Context, since time.Time) ([]ObjectInfo, error) {
+func (s S3Store) Objects(ctx context.Context) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	after := ""
-	if !since.IsZero() {
-		// Keys sort by partition: listing starts at since's day, not at the oldest.
-		after = LogPrefix + "dt=" + since.UTC().Format(time.DateOnly)
-	}
-	err := s.list(ctx, LogPrefix, after, func(o s3types.Object) {
-		out = append(out, ObjectInfo{
-			Path:    strings.TrimPrefix(aws.ToString(o.Key), s.Prefix),
-			Size:    aws.ToInt64(o.Size),
-			ModTime: aws.ToTime(o.LastModified),
+	for _, prefix := range []string{LogPrefix, ErrorPrefix} {
+		err := s.list(ctx, prefix, "", func(o s3types.Object) {
+			p := strings.TrimPrefix(aws.ToString(o.Key), s.Prefix)
+			if _, ok := PartitionHour(p); !ok || strings.HasSuffix(p, "/") {
+				return // a folder marker or a stray key: no audit object
+			}
+			out = append(out, ObjectInfo{Path: p, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
 		})
-	})
+		if err != nil {
+			return nil, err
+		}
+	}
 	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Path, b.Path) })
-	return out, err
+	return out, nil
 }
 
 func (s S3Store) Digests(ctx context.Context) ([]string, error) {
@@ -253,7 +277,7 @@ func (s S3Store) Digests(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-func (s S3Store) Read(ctx context.Context, path string) ([]byte, error) {
+func (s S3Store) Open(ctx context.Context, path string) (io.ReadCloser, error) {
 	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + path)})
 	var nsk *s3types.NoSuchKey
 	if errors.As(err, &nsk) {
@@ -262,8 +286,50 @@ func (s S3Store) Read(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digest: get %s: %w", path, err)
 	}
-	defer out.Body.Close()
-	return io.ReadAll(out.Body)
+	return out.Body, nil
+}
+
+func (s S3Store) Read(ctx context.Context, path string) ([]byte, error) {
+	body, err := s.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(body)
+}
+
+// DigestHistory reads the bucket's versioning state and the versions under
+// audit-digest/. Object Lock keeps a deleted or replaced digest's version for the
+// retention period, so its deletion shows here even after the digest function wrote the
+// window again.
+func (s S3Store) DigestHistory(ctx context.Context) (bool, []DigestChange, error) {
+	v, err := s.Client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.Bucket)})
+	if err != nil {
+		return false, nil, fmt.Errorf("digest: versioning of %s: %w", s, err)
+	}
+	if v.Status != s3types.BucketVersioningStatusEnabled {
+		return false, nil, nil
+	}
+	var out []DigestChange
+	p := s3.NewListObjectVersionsPaginator(s.Client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.Bucket), Prefix: aws.String(s.Prefix + Prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return true, nil, fmt.Errorf("digest: list versions of %s: %w", s, err)
+		}
+		for _, m := range page.DeleteMarkers {
+			out = append(out, DigestChange{Path: strings.TrimPrefix(aws.ToString(m.Key), s.Prefix), VersionID: aws.ToString(m.VersionId),
+				DeleteMarker: true, LastModified: aws.ToTime(m.LastModified)})
+		}
+		for _, o := range page.Versions {
+			if !aws.ToBool(o.IsLatest) {
+				out = append(out, DigestChange{Path: strings.TrimPrefix(aws.ToString(o.Key), s.Prefix), VersionID: aws.ToString(o.VersionId),
+					LastModified: aws.ToTime(o.LastModified)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b DigestChange) int { return strings.Compare(a.Path+a.VersionID, b.Path+b.VersionID) })
+	return true, out, nil
 }
 
 // WriteDigest puts the digest with If-None-Match: * (never over an existing one) and

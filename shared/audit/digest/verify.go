@@ -18,7 +18,14 @@ const (
 	ProblemBadSignature  = "bad_signature"  // a digest's signature does not verify, or its key is unknown
 	ProblemMalformed     = "malformed"      // a digest that does not decode, or a stray file among the digests
 	ProblemMissingDigest = "missing_digest" // an hour no digest covers
+	ProblemNoDigests     = "no_digests"     // objects, or a signing key, and not one digest
+	ProblemFutureTime    = "future_mtime"   // an object last written after the verifier's clock
+	ProblemDigestDeleted = "digest_deleted" // a kept version of a digest that was deleted or replaced (S3 versions)
 )
+
+// MaxClockSkew is how far after the verifier's clock an object's modification time
+// may be before it is an error (S3's LastModified comes from S3's clock).
+const MaxClockSkew = 5 * time.Minute
 
 // Problem is one finding, about one file.
 type Problem struct {
@@ -29,18 +36,26 @@ type Problem struct {
 
 // Report is the outcome of Verify.
 type Report struct {
-	Store       string    `json:"store"`
-	From        string    `json:"from,omitempty"`
-	To          string    `json:"to"`
-	Digests     int       `json:"digests"`
-	FirstWindow string    `json:"first_window_start,omitempty"`
-	LastWindow  string    `json:"last_window_end,omitempty"`
-	Objects     int       `json:"objects"`
-	Records     int64     `json:"records"`
-	Pending     int       `json:"objects_not_yet_digested"`    // written after the last digest
-	Uncovered   int       `json:"objects_before_first_digest"` // written before digests began
-	KeyIDs      []string  `json:"key_ids"`
-	Problems    []Problem `json:"problems"`
+	Store       string   `json:"store"`
+	From        string   `json:"from,omitempty"`
+	To          string   `json:"to"`
+	Digests     int      `json:"digests"`
+	FirstWindow string   `json:"first_window_start,omitempty"`
+	LastWindow  string   `json:"last_window_end,omitempty"`
+	Objects     int      `json:"objects"`
+	Records     int64    `json:"records"`
+	Pending     int      `json:"objects_not_yet_digested"`    // written after the last digest, of hours after it
+	Uncovered   int      `json:"objects_before_first_digest"` // written before digests began
+	Late        int      `json:"late_objects"`                // listed, and more than MaxRecordDelay late
+	KeyIDs      []string `json:"key_ids"`
+	// Versions is what the digests' version history showed: "checked" (S3 with
+	// versioning), "off" (a bucket without), "" for a data folder, or why it could
+	// not be read.
+	Versions string    `json:"digest_versions,omitempty"`
+	Problems []Problem `json:"problems"`
+	// Verified are the paths of the objects found as their digests list them: what
+	// `audit query --verified` reads.
+	Verified map[string]bool `json:"-"`
 }
 
 // Intact reports whether Verify found nothing wrong.
@@ -57,6 +72,13 @@ type Verifier struct {
 	Lag time.Duration
 	// Progress, when set, is told how many objects have been checked of how many.
 	Progress func(done, total int)
+	// Delivery is how long after its hour ends an object of that hour may still come
+	// (the writer's Grace): such an object, written after the last digest, waits for
+	// the next one. Written later into a digested hour, it is added.
+	Delivery time.Duration
+	// Keyed says a signing key exists (the data folder's key, a pinned key): without
+	// a single digest that is an error even when there is no object.
+	Keyed bool
 }
 
 type loaded struct {
@@ -88,6 +110,29 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 	if err != nil {
 		return nil, err
 	}
+	if vs, ok := v.Store.(versioned); ok {
+		on, changes, err := vs.DigestHistory(ctx)
+		switch {
+		case err != nil:
+			rep.Versions = "not read: " + err.Error()
+		case !on:
+			rep.Versions = "off"
+		default:
+			rep.Versions = "checked"
+		}
+		for _, c := range changes {
+			// Only the range checked: past the retention, the bucket's lifecycle
+			// expiration puts delete markers on old digests itself.
+			if start, end := nameWindow(c.Path); IsName(c.Path) && (!end.After(from) || !start.Before(to)) {
+				continue
+			}
+			what := "an earlier version, replaced"
+			if c.DeleteMarker {
+				what = "a delete marker: the digest was deleted"
+			}
+			add(ProblemDigestDeleted, c.Path, "%s (version %s, %s); the writer never deletes or replaces a digest", what, c.VersionID, FormatTime(c.LastModified))
+		}
+	}
 	var all []loaded
 	for _, n := range names {
 		if !IsName(n) {
@@ -111,11 +156,7 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		if l.d != nil {
 			return l.d.Start(), l.d.End()
 		}
-		var s, e time.Time
-		base := l.name[len(l.name)-len("20060102T150405.000000000Z_20060102T150405.000000000Z.json"):]
-		s, _ = time.Parse("20060102T150405.000000000Z", base[:26])
-		e, _ = time.Parse("20060102T150405.000000000Z", base[27:53])
-		return s, e
+		return nameWindow(l.name)
 	}
 
 	listed := map[string]bool{}
@@ -194,11 +235,12 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		v.gap(add, last, due)
 	}
 
+	rep.Verified = map[string]bool{}
 	for i, c := range checks {
 		if v.Progress != nil {
 			v.Progress(i, len(checks))
 		}
-		b, err := v.Store.Read(ctx, c.obj.Path)
+		got, err := describe(ctx, v.Store, c.obj.Path)
 		if errors.Is(err, ErrNotFound) {
 			add(ProblemMissing, c.obj.Path, "listed in %s, no longer in the log", c.digest)
 			continue
@@ -206,40 +248,113 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		if err != nil {
 			return nil, err
 		}
-		if h := Hash(b); h != c.obj.SHA256 || int64(len(b)) != c.obj.Size {
-			add(ProblemModified, c.obj.Path, "SHA-256 %s (%d bytes), %s lists %s (%d bytes)", h, len(b), c.digest, c.obj.SHA256, c.obj.Size)
+		if got.SHA256 != c.obj.SHA256 || got.Size != c.obj.Size {
+			add(ProblemModified, c.obj.Path, "SHA-256 %s (%d bytes), %s lists %s (%d bytes)", got.SHA256, got.Size, c.digest, c.obj.SHA256, c.obj.Size)
 			continue
 		}
+		rep.Verified[c.obj.Path] = true
 		rep.Objects++
 		rep.Records += c.obj.Records
+		if c.obj.Late {
+			rep.Late++
+		}
 	}
 	if v.Progress != nil {
 		v.Progress(len(checks), len(checks))
 	}
 
-	objs, err := v.Store.Objects(ctx, time.Time{})
+	objs, err := v.Store.Objects(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(all) == 0 {
+		switch {
+		case len(objs) > 0:
+			add(ProblemNoDigests, Prefix, "audit objects (%d, the first %s) and not one digest: the digests were removed, or none was ever written",
+				len(objs), objs[0].Path)
+		case v.Keyed:
+			add(ProblemNoDigests, Prefix, "a signing key exists and not one digest: the first digest is written when the key is made")
+		}
 	}
 	var firstStart, lastEnd time.Time
 	if len(all) > 0 {
 		firstStart, _ = window(all[0])
 		_, lastEnd = window(all[len(all)-1])
 	}
+	// inside reports whether [a, b] meets digested time.
+	inside := func(a, b time.Time) bool { return len(all) > 0 && !b.Before(firstStart) && a.Before(lastEnd) }
 	for _, o := range objs {
-		if listed[o.Path] || o.ModTime.Before(from) || !o.ModTime.Before(to) {
+		// A time set ahead hides an object from every window; nothing writes one.
+		if o.ModTime.After(now().Add(MaxClockSkew)) {
+			add(ProblemFutureTime, o.Path, "last written %s, after the verifier's clock (%s)", FormatTime(o.ModTime), FormatTime(now()))
 			continue
 		}
+		if listed[o.Path] {
+			continue
+		}
+		hour, _ := PartitionHour(o.Path)
+		hourEnd := hour.Add(time.Hour - time.Nanosecond)
+		// Outside the range checked by both its modification time and its hour.
+		if (o.ModTime.Before(from) || !o.ModTime.Before(to)) && (hourEnd.Before(from) || !hour.Before(to)) {
+			continue
+		}
+		if o.Open && !o.ModTime.Before(lastEnd) {
+			rep.Pending++ // a writer still holds it; digested once closed
+			continue
+		}
+		// Where it claims to be in time: its modification time, its partition's hour
+		// and its records' timestamps. Any of them inside digested time, and no digest
+		// lists it: it was put there after that time was digested. The one exception
+		// is an ordinary late delivery: written after the last digest, within Delivery
+		// of its hour's end, its records inside that hour.
+		var why string
+		if inside(o.ModTime, o.ModTime) {
+			why = "written " + FormatTime(o.ModTime)
+		} else {
+			first, last, ok := v.recordTimes(ctx, o.Path)
+			outOfHour := ok && (first.Before(hour) || last.After(hourEnd))
+			delivered := !o.ModTime.Before(lastEnd) && o.ModTime.Before(hour.Add(time.Hour+v.Delivery))
+			switch {
+			case outOfHour && inside(first, last):
+				why = fmt.Sprintf("holding records of %s to %s, outside its partition's hour", FormatTime(first), FormatTime(last))
+			case inside(hour, hourEnd) && !delivered:
+				why = fmt.Sprintf("in the partition of %s, written %s (more than %s after that hour)", FormatTime(hour), FormatTime(o.ModTime), v.Delivery)
+			}
+		}
 		switch {
-		case len(all) == 0 || !o.ModTime.Before(lastEnd) || o.Open:
-			rep.Pending++
-		case o.ModTime.Before(firstStart):
+		case why != "":
+			add(ProblemAdded, o.Path, "%s, inside digested time (%s to %s), and listed in no digest", why, FormatTime(firstStart), FormatTime(lastEnd))
+		case len(all) > 0 && o.ModTime.Before(firstStart):
 			rep.Uncovered++
 		default:
-			add(ProblemAdded, o.Path, "written %s, inside digested time, and listed in no digest", FormatTime(o.ModTime))
+			rep.Pending++
 		}
 	}
 	return rep, nil
+}
+
+// recordTimes reads an object's first and last record timestamps; ok is false when
+// it holds none that parse (it is then judged by its other times alone).
+func (v *Verifier) recordTimes(ctx context.Context, p string) (first, last time.Time, ok bool) {
+	o, err := describe(ctx, v.Store, p)
+	if err != nil {
+		return first, last, false
+	}
+	first, err1 := time.Parse(time.RFC3339Nano, o.FirstTimestamp)
+	last, err2 := time.Parse(time.RFC3339Nano, o.LastTimestamp)
+	return first, last, err1 == nil && err2 == nil
+}
+
+// nameWindow reads a window's bounds from a digest's name (IsName).
+func nameWindow(name string) (start, end time.Time) {
+	const stamp = "20060102T150405.000000000Z"
+	if len(name) < 2*len(stamp)+len("_.json") {
+		return start, end
+	}
+	base := name[len(name)-len(stamp+"_"+stamp+".json"):]
+	start, _ = time.Parse(stamp, base[:len(stamp)])
+	end, _ = time.Parse(stamp, base[len(stamp)+1:2*len(stamp)+1])
+	return start, end
 }
 
 // gap reports each hour of [from, to) as without a digest.

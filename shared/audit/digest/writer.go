@@ -2,8 +2,12 @@ package digest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"time"
@@ -20,11 +24,20 @@ type Writer struct {
 	// close the hour's files (one minute), or for Firehose's late deliveries.
 	Grace time.Duration
 	Log   *slog.Logger
+	// Continue, when set, forbids starting a new chain: the store had digests (its key
+	// existed), so finding none means they were removed. A new chain would list
+	// whatever the objects hold now, and audit verify would find it intact.
+	Continue bool
 }
 
-// MaxRecordDelay bounds how long after its timestamp a record reaches the log. An
-// object holding only older records, written after the previous digest, would be
-// missed by the writer and reported as added by audit verify.
+// ErrChainGone is returned by a Writer with Continue set when the store holds no
+// digest: audit verify reports it as no_digests until an operator decides.
+var ErrChainGone = errors.New("digest: the signing key exists but no digest does (removed?); audit verify names it; to start a new chain, move the key aside")
+
+// MaxRecordDelay is how late after its hour an object may come and still be an
+// ordinary delivery (Firehose retries within the stream's 24-hour retention; the
+// forwarder's events are at most 6 hours old). A digest still lists a later one, and
+// marks it Late: a replay of the failure queue, days on.
 const MaxRecordDelay = 48 * time.Hour
 
 // preparer is a store whose objects change after they are written (the data folder:
@@ -96,20 +109,23 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			return nil, fmt.Errorf("digest: the last digest %s: %w", prevName, err)
 		}
 	}
+	if prev == nil && w.Continue {
+		return nil, ErrChainGone
+	}
+	// Nothing due (the server asks every minute): no seal, no listing of the log.
+	if prev != nil && !prev.End().Before(end) {
+		return nil, nil
+	}
 	if p, ok := w.Store.(preparer); ok {
 		if err := p.seal(end); err != nil {
 			return nil, err
 		}
 	}
-	// An object written during the windows ahead holds records of at most a few
-	// hours before (Firehose retries within the stream's 24-hour retention; the
-	// forwarder's events are at most 6 hours old): the listing starts two days back
-	// instead of at the oldest object.
-	var since time.Time
-	if prev != nil {
-		since = prev.End().Add(-MaxRecordDelay)
-	}
-	objs, err := w.Store.Objects(ctx, since)
+	// Every partition is listed, not only the last days': an object written now may
+	// hold records of any age (a replay of the failure queue), and one the listing
+	// missed would be in no digest. A year of hourly objects is about a hundred LIST
+	// pages.
+	objs, err := w.Store.Objects(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +190,9 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 			if err != nil {
 				return written, err
 			}
+			if h, ok := PartitionHour(o.Path); ok && h.Add(time.Hour+MaxRecordDelay).Before(start) {
+				obj.Late = true
+			}
 			d.Objects = append(d.Objects, obj)
 		}
 		if prev != nil {
@@ -197,20 +216,36 @@ func (w *Writer) writeUntil(ctx context.Context, end time.Time) ([]string, error
 	return written, nil
 }
 
-// describe reads an object and says what a digest lists of it.
+// describe streams an object once and says what a digest lists of it: the SHA-256
+// and size of every byte read, and the records summarised on the way (file.
+// SummarizeReader keeps a line or a Parquet footer, never the object).
 func describe(ctx context.Context, s Store, p string) (Object, error) {
-	b, err := s.Read(ctx, p)
+	body, err := s.Open(ctx, p)
 	if err != nil {
 		return Object{}, err
 	}
-	sum, err := file.Summarize(path.Base(p), b)
-	if err != nil {
+	defer body.Close()
+	h := sha256.New()
+	n := &countWriter{}
+	tee := io.TeeReader(body, io.MultiWriter(h, n))
+	sum, serr := file.SummarizeReader(path.Base(p), tee)
+	// SummarizeReader reads to the end; should it stop early, the rest still
+	// belongs to the hash.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return Object{}, fmt.Errorf("digest: read %s: %w", p, err)
+	}
+	if serr != nil {
 		// An object that does not decode is still listed: its hash is what proves
 		// it unchanged; the count stays 0.
 		sum = file.Summary{}
 	}
 	return Object{
-		Path: p, SHA256: Hash(b), Size: int64(len(b)),
+		Path: p, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n.n,
 		Records: sum.Records, FirstTimestamp: sum.First, LastTimestamp: sum.Last,
 	}, nil
 }
+
+// countWriter counts the bytes written to it.
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }

@@ -26,10 +26,22 @@ type Summary struct {
 }
 
 // Summarize says what one audit object holds, for its digest: JSON lines when name
-// ends in .json, Parquet otherwise (Firehose's objects in S3 carry no extension). The
-// digest writer calls it on every object, local or in S3; the verifier needs only
-// hashes.
+// ends in .json, Parquet otherwise (Firehose's objects in S3 carry no extension).
 func Summarize(name string, data []byte) (Summary, error) {
+	return SummarizeReader(name, bytes.NewReader(data))
+}
+
+// MaxParquetTail is how much of a Parquet object's end SummarizeReader keeps: the
+// footer and its length must fit. A footer is a few KB per row group; one larger than
+// this is reported as an error, and the object is still listed by its hash.
+const MaxParquetTail = 4 << 20
+
+// SummarizeReader is Summarize over a stream, read once to its end and never held
+// whole: a JSON object line by line, a Parquet one keeping only its first bytes and
+// its last MaxParquetTail (the magic and the footer). Firehose objects reach 128 MiB,
+// and the digest writer hashes the same bytes as they pass (io.TeeReader). It reads r
+// to EOF even when the content does not decode, so a hash taken on the way is whole.
+func SummarizeReader(name string, r io.Reader) (Summary, error) {
 	var s Summary
 	note := func(ts string) {
 		s.Records++
@@ -41,7 +53,7 @@ func Summarize(name string, data []byte) (Summary, error) {
 		}
 	}
 	if strings.HasSuffix(name, jsonExt) {
-		lr := newLineReader(bytes.NewReader(data), 0)
+		lr := newLineReader(r, 0)
 		for {
 			off, line, lerr, err := lr.next(false)
 			if errors.Is(err, io.EOF) {
@@ -58,7 +70,79 @@ func Summarize(name string, data []byte) (Summary, error) {
 			note(e.Record.Timestamp)
 		}
 	}
-	return s, summarizeParquet(name, data, &s)
+	var ends headTail
+	n, err := io.Copy(&ends, r)
+	if err != nil {
+		return s, fmt.Errorf("audit: read %s: %w", name, err)
+	}
+	return s, summarizeParquet(name, &ends, n, &s)
+}
+
+// headTail keeps the first bytes written to it and the last MaxParquetTail: an
+// appended slice while the object is smaller, then a ring of that size allocated once.
+type headTail struct {
+	head [4]byte
+	nh   int
+	tail []byte
+	ring bool // tail is a ring; pos is where the next byte goes (and the oldest is)
+	pos  int
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	h.nh += copy(h.head[h.nh:], p)
+	if !h.ring {
+		if len(h.tail)+len(p) <= MaxParquetTail {
+			h.tail = append(h.tail, p...)
+			return n, nil
+		}
+		r := make([]byte, MaxParquetTail)
+		h.pos = copy(r, h.tail) % MaxParquetTail
+		h.tail, h.ring = r, true
+	}
+	if len(p) > MaxParquetTail {
+		p = p[len(p)-MaxParquetTail:]
+	}
+	for len(p) > 0 {
+		c := copy(h.tail[h.pos:], p)
+		p = p[c:]
+		h.pos = (h.pos + c) % MaxParquetTail
+	}
+	return n, nil
+}
+
+// trimmed is the kept tail in order.
+func (h *headTail) trimmed() []byte {
+	if !h.ring {
+		return h.tail
+	}
+	return append(h.tail[h.pos:len(h.tail):len(h.tail)], h.tail[:h.pos]...)
+}
+
+// endsReaderAt serves reads of an object of size n from its kept head and tail; a
+// read of the middle is an error (parquet-go reads only the magic and the footer when
+// it opens a file).
+type endsReaderAt struct {
+	head, tail []byte
+	n          int64
+}
+
+func (e endsReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("audit: negative offset")
+	}
+	if end := off + int64(len(p)); end <= int64(len(e.head)) {
+		return copy(p, e.head[off:end]), nil
+	}
+	start := e.n - int64(len(e.tail))
+	if off < start {
+		return 0, fmt.Errorf("audit: read at %d, outside the Parquet footer", off)
+	}
+	k := copy(p, e.tail[off-start:])
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
 }
 
 // summarizeParquet reads a Parquet object's row count and timestamp range from its
@@ -67,24 +151,28 @@ func Summarize(name string, data []byte) (Summary, error) {
 // unverified here; without them First and Last stay ""). No page is decoded. A bucket object is outside input, and parquet-go
 // trusts the lengths it reads (it panics on some, allocates others as stated), so
 // the footer's encoding is checked first and a panic is turned into an error.
-func summarizeParquet(name string, data []byte, s *Summary) (err error) {
+func summarizeParquet(name string, ends *headTail, size int64, s *Summary) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("audit: %s: damaged Parquet: %v", name, r)
 		}
 	}()
+	data := ends.trimmed()
 	n := len(data)
-	if n < 12 || string(data[:4]) != "PAR1" || string(data[n-4:]) != "PAR1" {
+	if size < 12 || string(ends.head[:ends.nh]) != "PAR1" || string(data[n-4:]) != "PAR1" {
 		return fmt.Errorf("audit: %s is not Parquet", name)
 	}
 	footer := int(binary.LittleEndian.Uint32(data[n-8 : n-4]))
-	if footer > n-12 {
+	if int64(footer) > size-12 {
 		return fmt.Errorf("audit: %s: Parquet footer longer than the file", name)
+	}
+	if footer > n-8 {
+		return fmt.Errorf("audit: %s: Parquet footer over %d bytes", name, MaxParquetTail)
 	}
 	if err := checkFooter(data[n-8-footer : n-8]); err != nil {
 		return fmt.Errorf("audit: %s: %w", name, err)
 	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(n), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(endsReaderAt{head: ends.head[:ends.nh], tail: data, n: size}, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return fmt.Errorf("audit: %s is not Parquet: %w", name, err)
 	}

@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"context"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -97,4 +98,31 @@ func TestCloseIdleReleasesTheEndedHour(t *testing.T) {
 	if locked() {
 		t.Fatal("CloseIdle left the ended hour's file open")
 	}
+}
+
+// FuzzHeadTail: however an object's bytes are split into writes, the kept head is its
+// first 4 bytes and the kept tail its last MaxParquetTail, in order.
+func FuzzHeadTail(f *testing.F) {
+	f.Add(int64(1), uint16(7), uint32(MaxParquetTail+5))
+	f.Add(int64(2), uint16(65535), uint32(3*MaxParquetTail))
+	f.Add(int64(3), uint16(1), uint32(3))
+	f.Fuzz(func(t *testing.T, seed int64, chunk uint16, size uint32) {
+		size %= 3*MaxParquetTail + 1
+		data := make([]byte, size)
+		rand.New(rand.NewSource(seed)).Read(data)
+		var h headTail
+		for rest := data; len(rest) > 0; {
+			n := min(int(chunk)+1, len(rest))
+			if _, err := h.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		if want := data[:min(4, len(data))]; !bytes.Equal(h.head[:h.nh], want) {
+			t.Fatalf("head %x, want %x", h.head[:h.nh], want)
+		}
+		if want := data[len(data)-min(MaxParquetTail, len(data)):]; !bytes.Equal(h.trimmed(), want) {
+			t.Fatalf("tail of %d bytes differs (written in chunks of %d)", len(data), int(chunk)+1)
+		}
+	})
 }

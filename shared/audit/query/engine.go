@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ const dsn = "?autoinstall_known_extensions=false&autoload_known_extensions=false
 // concurrent use; queries run one at a time.
 type Engine struct {
 	dataDir string
+	keep    func(rel string) bool // nil: every file
 	db      *sql.DB
 	conn    *duckdb.Connector
 	mu      sync.Mutex
@@ -64,6 +66,33 @@ func Open(dataDir string) (*Engine, error) {
 	return &Engine{dataDir: dataDir, db: sql.OpenDB(c), conn: c}, nil
 }
 
+// Restrict makes the view read only the files keep accepts, by their path relative to
+// the data directory (audit/dt=.../hour=.../name): `audit query --verified` keeps
+// those a digest lists and that verified.
+func (e *Engine) Restrict(keep func(rel string) bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keep = keep
+}
+
+// live is the snapshot of the files the view reads.
+func (e *Engine) live() (file.Snapshot, error) {
+	snap, err := file.Live(e.dataDir)
+	if err != nil || e.keep == nil {
+		return snap, err
+	}
+	filter := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			if rel, err := filepath.Rel(e.dataDir, p); err == nil && e.keep(filepath.ToSlash(rel)) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return file.Snapshot{JSON: filter(snap.JSON), Parquet: filter(snap.Parquet)}, nil
+}
+
 // Close releases DuckDB.
 func (e *Engine) Close() error {
 	return errors.Join(e.db.Close(), e.conn.Close())
@@ -82,7 +111,7 @@ func (e *Engine) Query(ctx context.Context, q string) (*Result, error) {
 	// A compaction may replace JSON files between listing them and reading them.
 	// When a query fails and the files have changed, it runs again on the new set.
 	const attempts = 3
-	snap, err := file.Live(e.dataDir)
+	snap, err := e.live()
 	if err != nil {
 		return nil, apperr.Internal(err)
 	}
@@ -91,7 +120,7 @@ func (e *Engine) Query(ctx context.Context, q string) (*Result, error) {
 		if err == nil || i == attempts || ctx.Err() != nil {
 			return res, err
 		}
-		now, lerr := file.Live(e.dataDir)
+		now, lerr := e.live()
 		if lerr != nil || reflect.DeepEqual(now, snap) {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ func newAuditQueryCmd(g *globals) *cobra.Command {
 		sqlText, saved string
 		list, asJSON   bool
 		params         []string
+		verified       bool
 	)
 	c := &cobra.Command{
 		Use:   `query (--sql "SELECT ..." | --saved NAME | --list)`,
@@ -65,6 +66,11 @@ cardinality, ...) are provided as DuckDB macros. Extensions are never downloaded
 				return err
 			}
 			defer eng.Close()
+			if verified {
+				if err := restrictToVerified(c, g, eng); err != nil {
+					return err
+				}
+			}
 			res, err := eng.Query(c.Context(), sqlText)
 			if err != nil {
 				return err
@@ -91,6 +97,7 @@ cardinality, ...) are provided as DuckDB macros. Extensions are never downloaded
 	c.Flags().StringVar(&saved, "saved", "", "run a saved query by name (see --list)")
 	c.Flags().BoolVar(&list, "list", false, "list the saved queries")
 	c.Flags().StringArrayVar(&params, "param", nil, "a parameter of a saved report query, as a SQL literal, in order (default: the last 7 days, every workspace)")
+	c.Flags().BoolVar(&verified, "verified", false, "read only the records of objects a digest lists and that verify (see audit verify)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array of objects keyed by column")
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/aacworkflow/aacmcp/functions/digest/digestfn"
 	"github.com/aacworkflow/aacmcp/shared/audit/digest"
+	"github.com/aacworkflow/aacmcp/shared/audit/query"
 )
 
 // s3DigestLag is how long after an hour ends `audit verify --s3` expects its digest:
@@ -38,10 +41,16 @@ func newAuditVerifyCmd(g *globals) *cobra.Command {
 		Use:   "verify [--data DIR | --s3 s3://bucket[/prefix]] [--from T] [--to T] [--json]",
 		Short: "Prove that the audit log is as its signed digests describe it",
 		Long: `Check the audit log against its digests: every object a digest lists must be there with
-the same SHA-256 and size, every object written during a digested hour must be listed,
-each digest must name its predecessor's path, hash and signature, each signature must
-verify, and no hour between the first digest and the last may lack one (with --s3, no
-hour that ended more than 75 minutes ago either).
+the same SHA-256 and size; an object no digest lists is an error when its modification
+time, its partition's hour or any of its records' timestamps lies inside digested time,
+and any object last written in the future is one; objects, or a signing key, without a
+single digest are an error; each digest must name its predecessor's path, hash and
+signature, each signature must verify, and no hour between the first digest and the
+last may lack one (with --s3, no hour that ended more than 75 minutes ago either).
+Objects under audit-errors/ (Firehose's conversion failures) are digested and checked
+like the rest. With --s3 on a versioned bucket, a delete marker or an older version
+under audit-digest/ (a digest deleted or replaced: the digest function does neither) is
+an error too, even once its window was written again.
 
 Exit status 0 and a summary when the log is intact; 1 and one line per problem, by file,
 when it is not. Public keys come from <data>/audit-digest-keys/ (local digests are
@@ -80,16 +89,16 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 				if v.Store, v.Keys, err = s3Verifier(ctx, s3URL, region, endpoint, kmsKeys); err != nil {
 					return err
 				}
-				v.Lag = s3DigestLag
+				v.Lag, v.Delivery = s3DigestLag, digestfn.Grace
 			} else {
 				if region != "" || endpoint != "" || len(kmsKeys) > 0 {
 					return usagef("--region, --endpoint-url and --kms-key go with --s3")
 				}
-				v.Store = digest.LocalStore{Dir: g.dataDir}
-				if v.Keys, err = digest.DataFolderKeys(g.dataDir); err != nil {
+				if err := localVerifier(g, v); err != nil {
 					return err
 				}
 			}
+			v.Keyed = v.Keyed || len(kmsKeys) > 0 || pubKey != ""
 			if pubKey != "" {
 				b, err := os.ReadFile(pubKey)
 				if err != nil {
@@ -130,6 +139,21 @@ the AWS SDK reads a KMS endpoint from AWS_ENDPOINT_URL_KMS.`,
 	c.Flags().StringVar(&pubKey, "public-key", "", "verify only against this Ed25519 public key (PEM), kept apart from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
+}
+
+// localVerifier sets v to check the data folder with its own public keys. A key in the
+// folder means digests are due: none at all is then an error.
+func localVerifier(g *globals, v *digest.Verifier) error {
+	v.Store, v.Delivery = digest.LocalStore{Dir: g.dataDir}, digestGrace
+	keys, err := digest.DataFolderKeys(g.dataDir)
+	if err != nil {
+		return err
+	}
+	v.Keys, v.Keyed = keys, len(keys) > 0
+	if _, err := os.Stat(filepath.Join(g.dataDir, digest.KeyFile)); err == nil {
+		v.Keyed = true
+	}
+	return nil
 }
 
 // s3Verifier is the store and key source for --s3.
@@ -213,10 +237,47 @@ func printReport(w io.Writer, r *digest.Report) {
 		fmt.Fprintf(w, "  digests: %d, %s to %s, signed by %s\n", r.Digests, r.FirstWindow, r.LastWindow, strings.Join(r.KeyIDs, ", "))
 	}
 	fmt.Fprintf(w, "  objects: %d verified (%d records)\n", r.Objects, r.Records)
+	switch r.Versions {
+	case "":
+	case "checked":
+		fmt.Fprintf(w, "  digest versions: checked for deleted or replaced digests\n")
+	case "off":
+		fmt.Fprintf(w, "  digest versions: not kept (bucket versioning is off): a deleted newest digest cannot be seen\n")
+	default:
+		fmt.Fprintf(w, "  digest versions: %s\n", r.Versions)
+	}
+	if r.Late > 0 {
+		fmt.Fprintf(w, "  late: %d object%s listed more than %s after its hour (a replay)\n", r.Late, plural(r.Late), digest.MaxRecordDelay)
+	}
 	if r.Pending > 0 {
 		fmt.Fprintf(w, "  not yet digested: %d object%s written after the last digest\n", r.Pending, plural(r.Pending))
 	}
 	if r.Uncovered > 0 {
 		fmt.Fprintf(w, "  not covered: %d object%s written before the first digest\n", r.Uncovered, plural(r.Uncovered))
 	}
+}
+
+// restrictToVerified checks the data folder as audit verify does and makes eng read
+// only the objects a digest lists whose bytes match it. What else there is (not yet
+// digested, added, or changed) is left out and counted on stderr.
+func restrictToVerified(c *cobra.Command, g *globals, eng *query.Engine) error {
+	v := &digest.Verifier{Now: g.env.now}
+	if err := localVerifier(g, v); err != nil {
+		return err
+	}
+	rep, err := v.Verify(c.Context(), time.Time{}, time.Time{})
+	if err != nil {
+		return err
+	}
+	eng.Restrict(func(rel string) bool { return rep.Verified[rel] })
+	w := c.ErrOrStderr()
+	fmt.Fprintf(w, "(--verified: %d object%s a digest lists and that verify", rep.Objects, plural(rep.Objects))
+	if rep.Pending > 0 || rep.Uncovered > 0 {
+		fmt.Fprintf(w, "; %d not yet digested, %d before the first digest, left out", rep.Pending, rep.Uncovered)
+	}
+	if !rep.Intact() {
+		fmt.Fprintf(w, "; %d problem%s, see audit verify", len(rep.Problems), plural(len(rep.Problems)))
+	}
+	fmt.Fprintln(w, ")")
+	return nil
 }

@@ -89,19 +89,8 @@ func TestAuditVerifyUsage(t *testing.T) {
 // TestAuditVerifyS3 verifies a bucket on s3rver through the CLI: intact, then with an
 // object removed.
 func TestAuditVerifyS3(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	srv := emulator.StartT(t, emulator.S3rver)
-	t.Setenv("AWS_ACCESS_KEY_ID", "S3RVER")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
-	t.Setenv("AWS_REGION", emulator.Region)
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv, client := startAuditBucket(t)
 	ctx := context.Background()
-	client := s3.NewFromConfig(srv.AWSConfig(), func(o *s3.Options) { o.UsePathStyle = true })
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("audit")}); err != nil {
-		t.Fatal(err)
-	}
 	ts := time.Now().UTC()
 	key := "audit/" + ts.Format("dt=2006-01-02/hour=15/") + "AuditDelivery-1.json"
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("audit"), Key: aws.String(key),

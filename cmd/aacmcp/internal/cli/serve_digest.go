@@ -34,7 +34,10 @@ func startDigester(ctx context.Context, dataDir string, sink *file.Sink, now fun
 		return nil, err
 	}
 	d := &digester{
-		w:    &digest.Writer{Store: digest.LocalStore{Dir: dataDir}, Signer: signer, Now: now, Grace: digestGrace, Log: log},
+		// A key that was there before this start has signed digests: none left means
+		// they were removed, and a new chain would hide that.
+		w: &digest.Writer{Store: digest.LocalStore{Dir: dataDir}, Signer: signer, Now: now, Grace: digestGrace, Log: log,
+			Continue: !signer.Created()},
 		sink: sink,
 		log:  log,
 	}
