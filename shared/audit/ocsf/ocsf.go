@@ -208,6 +208,8 @@ func apiActivity(e Event, r audit.Record, o Options) {
 		cloud["region"] = o.Region
 	}
 	e["cloud"] = cloud
+	// The cloud object is the cloud profile's; an event names the profiles it uses.
+	e["metadata"].(map[string]any)["profiles"] = []string{"cloud"}
 	if r.ResourceID != "" {
 		e["resources"] = []any{map[string]any{"uid": r.ResourceID}}
 	}
@@ -248,9 +250,10 @@ func authorizationEvent(e Event, r audit.Record) {
 	e["auth_protocol_id"], e["auth_protocol"] = 6, "OAUTH 2.0"
 	e["service"] = map[string]any{"name": "aacmcp authorization server"}
 	switch r.Action {
-	case audit.ActionTokenIssued:
+	case audit.ActionTokenIssued, audit.ActionTokenRefused:
+		// A refused token request is a failed logon: its status says so.
 		e["activity_id"], e["activity_name"] = 1, "Logon"
-	case audit.ActionGrantRevoked:
+	case audit.ActionGrantRevoked, audit.ActionRevocationRefused:
 		e["activity_id"], e["activity_name"] = 2, "Logoff"
 	case audit.ActionTokenRefreshed, audit.ActionRefreshReuseDetected:
 		e["activity_id"], e["activity_name"] = 99, "Refresh"

@@ -78,6 +78,13 @@ func TestSchemaRefuses(t *testing.T) {
 	if validate(t, s, line) == nil {
 		t.Error("an Authorize Session without privileges validated")
 	}
+	// OCSF 1.3.0 allows just one of privileges and group.
+	e, _ = ocsf.Map(at.Record(time.Date(2025, 6, 22, 9, 0, 0, 0, time.UTC), at.Authorization(audit.ActionConsentGranted)), ocsf.Options{})
+	e["group"] = map[string]any{"name": "admins"}
+	line, _ = json.Marshal(e)
+	if validate(t, s, line) == nil {
+		t.Error("an Authorize Session with both privileges and group validated")
+	}
 }
 
 // TestGolden pins the wire format: one record of each kind, with fixed ids.
