@@ -29,10 +29,10 @@ type Annotations struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
 type Call struct {
 	Principal auth.Principal
 	// Role gives the caller's role, from the member record read at call time; nil
-	// for a handler that sees none (read-only tools, and non-destructive writes on a
-	// network store). On a network store the member check runs beside a delete's
-	// handler, so the handler's reads overlap it: Role waits for that check, and
-	// answers "" if it refused (the guard then answers with its refusal).
+	// for read-only handlers, which see none. On a network store the member check
+	// runs beside a write's handler, so the handler's reads overlap it: Role waits
+	// for that check, and answers "" if it refused (the guard then answers with its
+	// refusal).
 	Role           func() store.Role
 	Args           json.RawMessage // validated against the tool's InputSchema
 	Now            time.Time       // UTC; one clock per call

@@ -35,7 +35,7 @@ type InputRequired struct {
 // and keys come from a sequence that never goes back.
 //
 // roleOf gives the caller's role, waiting for the member check where that runs
-// beside this step (runOverlapped); it is asked only once the item is read.
+// beside this step (runSteps, overlapped); it is asked only once the item is read.
 func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal, roleOf func() store.Role, t catalog.Tool, a *args) (*InputRequired, *apperr.Error) {
 	policy, aerr := g.DestructiveConfirmation(ctx, p.WorkspaceID)
 	if aerr != nil {

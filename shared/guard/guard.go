@@ -1,13 +1,15 @@
 // Package guard is the enforcement pipeline of aacmcp: one code path, shared by the
 // MCP transport and the REST transport, that every tool call goes through in the
-// spec's order (docs/architecture.md section 6):
+// spec's order (docs/architecture.md section 6), one table of steps (pipeline.go):
 //
-//	principal -> tool -> scopes -> confirm -> rate limit -> arguments -> member and
-//	role -> idempotency -> handler -> one audit record and the usage counter
+//	principal -> tool -> scope -> confirm -> rate limit -> arguments ->
+//	idempotency key -> role -> human confirmation -> invoke, then one audit record
+//	and the usage counter
 //
 // The order is observable and tested: a call that fails two checks is refused by the
-// earlier one. Whatever happens, including a panicking handler, Call writes exactly
-// one audit record before it returns.
+// earlier one, whether the steps run in sequence or overlapped (runSteps). Whatever
+// happens, including a panicking handler, Call writes exactly one audit record before
+// it returns.
 package guard
 
 import (
@@ -87,9 +89,10 @@ type Guard struct {
 	// tool answers internal_error.
 	schemas map[string]*toolSchema
 	// parallelReads: the store's calls are network round trips (ConcurrentReads),
-	// so they are overlapped: the limiter and the member check run beside the
-	// handler (runOverlapped), and finish updates usage beside the audit write.
-	// On an in-process store both run in sequence, with no goroutines.
+	// so runSteps overlaps the pipeline's round trips (the limiter, the member
+	// check, a delete's human confirmation) with the handler, and finish updates
+	// usage beside the audit write. On an in-process store both run in sequence,
+	// with no goroutines.
 	parallelReads bool
 	confirms      store.Confirmations
 	keys          *confirm.Keyring
@@ -221,6 +224,15 @@ type call struct {
 	started time.Time // monotonic, for duration_ms
 	now     time.Time // UTC, the one clock reading handlers see
 	rec     audit.Record
+
+	// What the steps decide, for the steps after them (pipeline.go).
+	key    string         // the idempotency key, "" without one
+	role   store.Role     // the member check's; read through memberRole
+	held   *InputRequired // the question, when the human confirmation holds the call
+	out    answer         // the handler's
+	checks [numSteps]*check
+	// running counts the steps started on goroutines of their own (checks).
+	running int
 }
 
 // Call runs one tool invocation through the whole pipeline and returns after its
@@ -275,83 +287,30 @@ func (g *Guard) describeTool(c *call, t catalog.Tool) {
 	record.Describe(&c.rec, t.Annotations.ReadOnly, t.Annotations.Destructive, t.Scopes)
 }
 
-// run executes the pipeline up to the encoded result. A panic anywhere in it is an
-// internal_error, never a crash and never a missing audit record.
+// run executes the pipeline (runSteps) up to the encoded result. A panic anywhere
+// in it is an internal_error, never a crash and never a missing audit record.
 func (g *Guard) run(ctx context.Context, c *call) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			g.log.Error("panic in tool pipeline", "tool", c.req.Tool, "panic", fmt.Sprint(r))
 			res = Result{Err: apperr.Internal(fmt.Errorf("panic: %v", r))}
+			// No step started beside the one that panicked may still be running
+			// once the record is written.
+			c.verdict(numSteps, nil)
 		}
 	}()
-
-	p := c.req.Principal
-	if p == nil {
-		return Result{Err: errInvalidToken()}
-	}
-	t, ok := g.cat.Lookup(c.req.Tool)
-	if !ok {
-		return Result{Err: errUnknownTool(c.req.Tool)}
-	}
-	g.describeTool(c, t)
-
-	a := parseArgs(c.req.Args, c.req.NamesChecked)
-	c.args = a
-	record.SetArgs(&c.rec, g.digest, a.canonical)
-	// confirm_present records whether the caller confirmed: the JSON boolean true,
-	// the only value the destructive check accepts.
-	c.rec.ConfirmPresent = a.confirmed()
-	if a.obj != nil {
-		record.SetResourceID(&c.rec, t.ResourceID(a.obj))
-	}
-
-	if !p.Has(t.Scopes...) {
-		return Result{Err: errInsufficientScope(t)}
-	}
-	if a.ambiguous {
-		// Before confirm: which confirm the caller meant is exactly what is unknown.
-		return Result{Err: apperr.New(apperr.InvalidArguments, a.problem)}
-	}
-	if t.RequiresConfirm() {
-		if !a.confirmed() {
-			return Result{Err: g.unconfirmed(ctx, c, *p, t, a)}
-		}
-		// From here on the call carries the spec's flag; humanConfirmation
-		// raises it to elicited once the person is asked.
-		record.SetConfirmation(&c.rec, audit.ConfirmationFlag)
-	}
-	if g.parallelReads {
-		return g.runOverlapped(ctx, c, *p, t, a)
-	}
-	if err := g.rateLimit(ctx, *p, t.Name, c.now); err != nil {
+	switch err := g.runSteps(ctx, c); err {
+	case nil:
+		return Result{JSON: c.out.JSON, Err: c.out.Err, Replay: c.out.Replay}
+	case held:
+		return Result{InputRequired: c.held}
+	default:
 		return Result{Err: err}
 	}
-	if err := g.validate(t, a); err != nil {
-		return Result{Err: err}
-	}
-	key := g.idempotencyKey(c, t, a)
-	if t.Annotations.ReadOnly && key == "" {
-		return g.invokeRead(ctx, c, *p, t, a)
-	}
-	role, err := g.role(ctx, *p, t)
-	if err != nil {
-		return Result{Err: err}
-	}
-	if t.Annotations.Destructive {
-		ir, err := g.humanConfirmation(ctx, c, *p, func() store.Role { return role }, t, a)
-		if err != nil {
-			return Result{Err: err}
-		}
-		if ir != nil {
-			return Result{InputRequired: ir}
-		}
-	}
-	tc := catalog.Call{Principal: *p, Role: catalog.KnownRole(role), Args: a.raw, Now: c.now, IdempotencyKey: key}
-	return g.runTool(ctx, c, tc)
 }
 
 // idempotencyKey is the call's idempotency key, "" for a tool that takes none, and
-// records its HMAC: the step after validation in both orders (run, runOverlapped).
+// records its HMAC (the idempotency key step).
 func (g *Guard) idempotencyKey(c *call, t catalog.Tool, a *args) string {
 	if !t.AcceptsIdempotencyKey() {
 		return ""
@@ -431,17 +390,6 @@ func (g *Guard) role(ctx context.Context, p auth.Principal, t catalog.Tool) (sto
 // a futex wake-up to every call.
 type concurrentReader interface {
 	ConcurrentReads() bool
-}
-
-// invokeRead runs a read-only tool's handler after the member check, on a store
-// whose reads are in-process work (a network store overlaps them instead:
-// runOverlapped). Read-only handlers see no Role (no read-only tool depends on it:
-// reads are the same for every role).
-func (g *Guard) invokeRead(ctx context.Context, c *call, p auth.Principal, t catalog.Tool, a *args) Result {
-	if _, err := g.role(ctx, p, t); err != nil {
-		return Result{Err: err}
-	}
-	return g.invoke(ctx, c, catalog.Call{Principal: p, Args: a.raw, Now: c.now})
 }
 
 // readerOnly hides the Writer half of the store from read-only handlers, so that

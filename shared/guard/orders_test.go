@@ -23,12 +23,13 @@ import (
 	"github.com/aacworkflow/aacmcp/test/emulator"
 )
 
-// TestBothOrdersRecordTheSame: the pipeline runs its steps one after the other on
-// SQLite and overlaps the limiter, the member check and the handler on DynamoDB
-// (dynalite, through the real SDK). The same table of calls (every tool, by every
-// kind of caller, as generated, without confirm, with an unknown argument) through
-// both gives the same answer and the same record, field by field, save what names
-// the store's own items (ids, times, digests).
+// TestBothOrdersRecordTheSame: the pipeline runs its one table of steps one after
+// the other on SQLite and overlaps the limiter, the member check and the handler on
+// DynamoDB (dynalite, through the real SDK). The same table of calls (every tool, by
+// every kind of caller, one of them over its rate limit, as generated, without
+// confirm, with an unknown argument) through both gives the same answer and the same
+// record, field by field, save what names the store's own items (ids, times,
+// digests).
 func TestBothOrdersRecordTheSame(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
@@ -66,7 +67,7 @@ func TestBothOrdersRecordTheSame(t *testing.T) {
 	}{{"sqlite (in sequence)", sq}, {"dynamodb (overlapped)", dy}} {
 		sd := &side{name: s.name, st: s.st, sink: &gt.MemorySink{}}
 		sd.issue, sd.comment, _ = gt.Seed(t, s.st, now)
-		sd.g = guard.New(guard.Config{Catalog: cat, Store: s.st, Audit: sd.sink})
+		sd.g = guard.New(guard.Config{Catalog: cat, Store: s.st, Audit: sd.sink, Limiter: limitUser(gt.Member2)})
 		sides = append(sides, sd)
 	}
 
@@ -135,9 +136,19 @@ func TestBothOrdersRecordTheSame(t *testing.T) {
 		t.Fatalf("%d calls compared", n)
 	}
 	// The table reaches every step that can refuse, and the handler.
-	for _, want := range []string{"", "insufficient_scope", "destructive_flag_missing", "invalid_arguments", "permission_denied"} {
+	for _, want := range []string{"", "insufficient_scope", "destructive_flag_missing", "rate_limited", "invalid_arguments", "permission_denied"} {
 		if !reasons[want] {
 			t.Errorf("no call of the table ended with reason %q (seen %v)", want, reasons)
 		}
 	}
+}
+
+// limitUser is a rate limiter that refuses every call of one user and no other's.
+type limitUser string
+
+func (u limitUser) Allow(_ context.Context, p auth.Principal, _ string, _ time.Time) (time.Duration, error) {
+	if p.UserID == string(u) {
+		return time.Minute, nil
+	}
+	return 0, nil
 }
