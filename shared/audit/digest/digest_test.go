@@ -452,3 +452,73 @@ func TestWriterDoesNotRestartARemovedChain(t *testing.T) {
 		t.Fatalf("verify: %+v", rep)
 	}
 }
+
+// TestTamperingBesideAnObjectOfTheHourBefore: a chain whose first window starts in
+// the hour after its first object's partition (the writer first ran at 00:00:24,
+// listing the file of 23:00) still counts that partition, and the records' times in
+// it, as digested: a copy put beside the file (compacted by the writer into Parquet), or a file of a later hour holding
+// records of that hour, is added. With the clock fixed, the case that real time
+// reaches only in the first minute of an hour runs every time.
+func TestTamperingBesideAnObjectOfTheHourBefore(t *testing.T) {
+	hour := time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC)
+	written := hour.Add(time.Hour + 24*time.Second) // 00:00:24, the next day
+	now := hour.Add(4*time.Hour + 30*time.Minute)   // 03:30
+	records := func(at time.Time) []byte {
+		var b []byte
+		for i := range 5 {
+			b = audit.AppendLine(b, audittest.Record(at.Add(time.Duration(i)*time.Second)))
+		}
+		return b
+	}
+	put := func(t *testing.T, dir, rel string, b []byte, mtime time.Time) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const listed = "audit/dt=2026-12-07/hour=23/listed.json"
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, dir string) string
+	}{
+		{"a copy beside the listed file", func(t *testing.T, dir string) string {
+			p := "audit/dt=2026-12-07/hour=23/copy.json"
+			put(t, dir, p, records(hour.Add(59*time.Minute+30*time.Second)), now.Add(-time.Minute))
+			return p
+		}},
+		{"a later hour's file holding records of the listed hour", func(t *testing.T, dir string) string {
+			p := "audit/dt=2026-12-08/hour=03/forged.json"
+			put(t, dir, p, records(hour.Add(59*time.Minute+40*time.Second)), now.Add(-time.Minute))
+			return p
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			put(t, dir, listed, records(hour.Add(59*time.Minute+30*time.Second)), written)
+			signer, err := LoadOrCreateFileSigner(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &localEnv{dir: dir, store: LocalStore{Dir: dir}, signer: signer, now: now}
+			if _, err := e.writer().WriteDue(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if rep := e.verify(t); !rep.Intact() || rep.Objects != 1 {
+				t.Fatalf("untouched: %+v", rep)
+			}
+			p := tt.tamper(t, dir)
+			rep := e.verify(t)
+			if !slices.ContainsFunc(rep.Problems, func(q Problem) bool { return q.Kind == ProblemAdded && q.Path == p }) {
+				t.Fatalf("want %s named %s; problems %+v", p, ProblemAdded, rep.Problems)
+			}
+		})
+	}
+}

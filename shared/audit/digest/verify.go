@@ -281,8 +281,32 @@ func (v *Verifier) Verify(ctx context.Context, from, to time.Time) (*Report, err
 		firstStart, _ = window(all[0])
 		_, lastEnd = window(all[len(all)-1])
 	}
+	// Digested time is the chain's windows and the partition hours of the objects its
+	// digests list: the first window starts when the writer first ran, which can be
+	// after the hour of the objects it then listed (a chain started at 00:00:30 lists
+	// the hour before's file), and a copy put beside a listed file is as forged as one
+	// put inside a window.
+	hours := map[time.Time]bool{}
+	for p := range listed {
+		if h, ok := PartitionHour(p); ok {
+			hours[h] = true
+		}
+	}
 	// inside reports whether [a, b] meets digested time.
-	inside := func(a, b time.Time) bool { return len(all) > 0 && !b.Before(firstStart) && a.Before(lastEnd) }
+	inside := func(a, b time.Time) bool {
+		if len(all) == 0 {
+			return false
+		}
+		if !b.Before(firstStart) && a.Before(lastEnd) {
+			return true
+		}
+		for h := range hours {
+			if !b.Before(h) && a.Before(h.Add(time.Hour)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, o := range objs {
 		// A time set ahead hides an object from every window; nothing writes one.
 		if o.ModTime.After(now().Add(MaxClockSkew)) {
