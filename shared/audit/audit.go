@@ -108,13 +108,18 @@ const (
 	// ConfirmationFlag: the call passed the confirm check on confirm: true alone,
 	// which the model writes; no person was asked through the server.
 	ConfirmationFlag = "flag"
-	// ConfirmationElicited: the server asked a person (MRTR): the input_required
-	// answer that put the question, and the retry whose answer was judged.
+	// ConfirmationElicited: the client answered the server's form (MRTR): the
+	// input_required answer that put the question, and the retry whose answer was
+	// judged. The client shows the form, so a dishonest client can answer it.
 	ConfirmationElicited = "elicited"
+	// ConfirmationApproved: the policy approve: the call was sent to aacmcp's
+	// approval page (the refusal or URL elicitation carrying the link), or ran on
+	// the approval a person gave there after signing in.
+	ConfirmationApproved = "approved"
 )
 
 // Confirmations lists every confirmation value, in the order of the schema's enum.
-var Confirmations = []string{ConfirmationNone, ConfirmationFlag, ConfirmationElicited}
+var Confirmations = []string{ConfirmationNone, ConfirmationFlag, ConfirmationElicited, ConfirmationApproved}
 
 // Event types.
 const (
@@ -131,12 +136,17 @@ const (
 	ActionRefreshReuseDetected = "refresh_reuse_detected"
 	ActionGrantRevoked         = "grant_revoked"
 	ActionClientRegistered     = "client_registered"
+	// ActionApprovalGranted and ActionApprovalDenied: a person answered a
+	// destructive call's approval page (shared/approval).
+	ActionApprovalGranted = "approval_granted"
+	ActionApprovalDenied  = "approval_denied"
 )
 
 // Actions lists every authorization action, in the order of the schema's enum.
 var Actions = []string{
 	ActionConsentGranted, ActionConsentDenied, ActionTokenIssued, ActionTokenRefreshed,
 	ActionRefreshReuseDetected, ActionGrantRevoked, ActionClientRegistered,
+	ActionApprovalGranted, ActionApprovalDenied,
 }
 
 // Sink delivers records. Write returns only when the record is durable enough that
