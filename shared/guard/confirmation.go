@@ -20,6 +20,10 @@ import (
 type InputRequired struct {
 	State    string
 	Question confirm.Question
+	// URL, when set, makes it a URL elicitation instead (the policy approve): the
+	// client opens URL, the approval page, for the person, with Message beside
+	// it, and retries with State once they are done.
+	URL, Message string
 }
 
 // humanConfirmation is the workspace policy step for a destructive call that
@@ -43,6 +47,9 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	}
 	if policy == confirm.PolicyFlag {
 		return nil, nil
+	}
+	if policy == confirm.PolicyApprove {
+		return g.humanApproval(ctx, c, p, roleOf, t, a)
 	}
 	if !c.req.CanElicit {
 		if policy == confirm.PolicyRequire {

@@ -281,7 +281,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester,
-		Confirmations: st, Keyring: confirmKeys}
+		Confirmations: st, Keyring: confirmKeys, Approvals: st}
 	if rate != nil {
 		gcfg.Limiter = ratelimit.New(st, *rate)
 	}
