@@ -79,7 +79,7 @@ func (g *Guard) humanApproval(ctx context.Context, c *call, p auth.Principal, ro
 	if retry && (!live || cur.Nonce != got.Nonce) {
 		return nil, errConfirmationInvalid()
 	}
-	token := cur.Token
+	token, id := cur.Token, cur.Nonce
 	if !live {
 		var sealed confirm.Claims
 		token, sealed, err = g.keys.Seal(want, c.now)
@@ -94,11 +94,12 @@ func (g *Guard) humanApproval(ctx context.Context, c *call, p auth.Principal, ro
 		if err != nil {
 			return nil, errorOf(err)
 		}
+		id = sealed.Nonce
 	}
 	link := approval.Link(c.req.PublicURL, token)
 	msg := approval.Message(t.Confirm.Item(tg), link)
 	if c.req.CanElicitURL {
-		return &InputRequired{State: token, URL: link, Message: msg}, nil
+		return &InputRequired{State: token, URL: link, Message: msg, ID: id}, nil
 	}
 	return nil, apperr.New(apperr.HumanApprovalRequired, msg)
 }

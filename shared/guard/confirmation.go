@@ -22,8 +22,9 @@ type InputRequired struct {
 	Question confirm.Question
 	// URL, when set, makes it a URL elicitation instead (the policy approve): the
 	// client opens URL, the approval page, for the person, with Message beside
-	// it, and retries with State once they are done.
-	URL, Message string
+	// it, and retries with State once they are done. ID names the approval
+	// (its nonce) as the URL elicitation's elicitationId.
+	URL, Message, ID string
 }
 
 // humanConfirmation is the workspace policy step for a destructive call that

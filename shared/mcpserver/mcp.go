@@ -409,7 +409,7 @@ func (h *handler) inputRequiredResult(ir *guard.InputRequired) *mcp.InputRequire
 		RequestedSchema: ir.Question.Schema,
 	}
 	if ir.URL != "" {
-		params = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: ir.Message, URL: ir.URL, ElicitationID: confirm.ElicitationID}
+		params = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: ir.Message, URL: ir.URL, ElicitationID: ir.ID}
 	}
 	tr := server.NewInputRequestBuilder(ir.State).Elicit(confirm.ElicitationID, params).ToolResult()
 	out := &mcp.InputRequiredResult{Result: tr.Result, MultiRoundTripResult: tr.MultiRoundTripResult}
