@@ -7,7 +7,6 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/audit"
-	"github.com/aacworkflow/aacmcp/shared/audit/record"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
@@ -26,36 +25,11 @@ func (g *Guard) humanApproval(ctx context.Context, c *call, p auth.Principal, ro
 	if g.approvals == nil {
 		return nil, apperr.Internal(errors.New("the workspace policy is approve, and this server has no approval store"))
 	}
-	var got confirm.Claims
-	retry := c.req.RequestState != ""
-	if retry {
-		record.SetConfirmation(&c.rec, audit.ConfirmationApproved)
-		var err error
-		if got, err = g.keys.Open(c.req.RequestState, c.now); err != nil {
-			return nil, errConfirmationInvalid()
-		}
-	}
-	tg, aerr := g.confirmTarget(ctx, p, t, a)
-	switch {
-	case aerr != nil && aerr.Code == apperr.NotFound && retry:
-		return nil, errConfirmationInvalid()
-	case aerr != nil && aerr.Code == apperr.NotFound:
-		return nil, nil
-	case aerr != nil:
+	got, tg, want, ask, aerr := g.asked(ctx, c, p, roleOf, t, a, audit.ConfirmationApproved)
+	if aerr != nil || !ask {
 		return nil, aerr
-	case !catalog.MayDelete(roleOf(), p.UserID, tg.Owner):
-		return nil, nil
 	}
-	// From here the person's approval decides, whatever the verdict.
-	record.SetConfirmation(&c.rec, audit.ConfirmationApproved)
-	want := confirm.Claims{
-		Workspace:   p.WorkspaceID,
-		User:        p.UserID,
-		Principal:   p.TokenID,
-		Tool:        t.Name,
-		ArgsDigest:  a.digestWithout(confirmArg),
-		ItemVersion: tg.Version,
-	}
+	retry := c.req.RequestState != ""
 	if retry && got.Check(want) != nil {
 		return nil, errConfirmationInvalid()
 	}

@@ -48,16 +48,5 @@ func TestTypeScriptSDKv2Approval(t *testing.T) {
 	if len(want) < 7 {
 		t.Fatalf("the script named %d issues for the audit check: %v", len(want), want)
 	}
-	last := lastDeleteRecords(t, s)
-	for id, w := range want {
-		got, ok := last[id]
-		switch {
-		case !ok:
-			t.Errorf("issue %s: no delete_issue audit record", id)
-		case w == "success" && got.Outcome != "success":
-			t.Errorf("issue %s: last delete_issue record %+v, want success", id, got)
-		case w != "success" && (got.Outcome != "denied" || got.Reason != w):
-			t.Errorf("issue %s: last delete_issue record %+v, want denied %s", id, got, w)
-		}
-	}
+	checkLastDeletes(t, s, want)
 }
