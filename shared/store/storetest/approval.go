@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -109,25 +107,10 @@ func testApprovalSpendConcurrent(t *testing.T, b ApprovalBackend) {
 	must(t, "PutApproval", b.Approvals.PutApproval(ctx, a))
 	at := now.Add(time.Minute)
 	must(t, "decide", b.Approvals.DecideApproval(ctx, a.Workspace, a.Binding, a.Nonce, store.ApprovalGranted, "dev:alice", "127.0.0.1", at))
-	const workers = 8
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Go(func() { _, errs[i] = b.Approvals.SpendApproval(ctx, a.Workspace, a.Binding, "", at) })
-	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, store.ErrConflict):
-			t.Fatalf("concurrent spend: %v", err)
-		}
-	}
-	if won != 1 {
-		t.Fatalf("%d of %d concurrent spends succeeded, want 1", won, workers)
-	}
+	oneWins(t, "spend", store.ErrConflict, func() error {
+		_, err := b.Approvals.SpendApproval(ctx, a.Workspace, a.Binding, "", at)
+		return err
+	})
 }
 
 func testApprovalExpired(t *testing.T, b ApprovalBackend) {
