@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
@@ -96,6 +97,10 @@ func (q *request) approveForm(d *approval.Desk, p store.OAuthPending, notice str
 	}
 	if v.Key == "" {
 		v.Key = a.Item.Parent
+	}
+	if v.Kind != "" {
+		// A row heading: "Issue", "Comment".
+		v.Kind = strings.ToUpper(v.Kind[:1]) + v.Kind[1:]
 	}
 	if a.Item.Comments != nil {
 		v.HasComments, v.Comments = true, *a.Item.Comments
@@ -200,7 +205,11 @@ func (q *request) approveRefused(err error, p store.OAuthPending, a *approval.As
 	switch {
 	case errors.Is(err, errNotYours):
 		title, status, reason = "This approval is not yours", http.StatusForbidden, apperr.PermissionDenied
-		msg = "The call was made by another member (" + a.Claims.User + " in workspace " + a.Claims.Workspace + "). Only they can approve it, signed in as themselves."
+		msg = "The call was made by someone else. Only they can approve it, signed in as themselves."
+		if sameWorkspace(p.Accounts, a.Claims.Workspace) {
+			// A fellow member may learn who asked; anyone else learns nothing.
+			msg = "The call was made by another member (" + a.Claims.User + " in workspace " + a.Claims.Workspace + "). Only they can approve it, signed in as themselves."
+		}
 	case errors.Is(err, approval.ErrExpired):
 		title, status = "This approval link has expired", http.StatusGone
 		msg = "Approval links are valid for 5 minutes. Go back to your application and make the call again for a new link."
@@ -245,6 +254,15 @@ func (q *request) approvalEvent(action string, denied apperr.Code, p store.OAuth
 		}
 	}
 	return ev
+}
+
+func sameWorkspace(accounts []store.OAuthAccount, ws string) bool {
+	for _, acc := range accounts {
+		if acc.WorkspaceID == ws {
+			return true
+		}
+	}
+	return false
 }
 
 // signedIn names the person as the pages do: their e-mail, else their user id.

@@ -1,6 +1,7 @@
 package clients_test
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -29,6 +30,10 @@ func TestTypeScriptSDKv2Approval(t *testing.T) {
 		"AACMCP_TOKEN="+s.token(t, harness.DevUser, "approve-dev"),
 		"AACMCP_OTHER_USER=eve",
 	)
+	if dir := os.Getenv("AACMCP_SCREENSHOTS"); dir != "" {
+		// make screenshots: the pages the person sees, saved for the docs.
+		env = append(env, "AACMCP_SCREENSHOTS="+dir)
+	}
 	out, err := harness.Run(t, dir, env, 3*time.Minute, node, "tssdk_approve.mjs")
 	m := nodeSummary.FindSubmatch(out)
 	if err != nil || m == nil || string(m[2]) != "0" {

@@ -6,12 +6,16 @@
 //   AACMCP_URL          the /mcp URL
 //   AACMCP_TOKEN        a token of user dev (admin) with every scope
 //   AACMCP_OTHER_USER   another member of the workspace (eve), who signs in too
+//   AACMCP_SCREENSHOTS  when set, a directory where the pages the person sees are
+//                       saved as PNG (`make screenshots`)
 //
 // Error codes are read from the results' error objects, never from message
 // text; the link is read from the message, where a model would read it. Lines
 // "AUDIT <want> <issue id>" tell the Go test which outcome each issue's last
 // delete_issue record must have. It ends with "N passed, M failed".
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport, isInputRequiredResult } from '@modelcontextprotocol/client';
 import { launchBrowser } from '../oauth/browser.mjs';
 import { test, runTests, finish } from '../runner.mjs';
@@ -20,6 +24,13 @@ const url = new URL(process.env.AACMCP_URL);
 const token = process.env.AACMCP_TOKEN;
 const MODERN = '2026-07-28';
 const browser = await launchBrowser();
+const shots = process.env.AACMCP_SCREENSHOTS;
+if (shots) mkdirSync(shots, { recursive: true });
+
+// shot saves what the person sees as <name>.png, for the docs.
+async function shot(page, name) {
+  if (shots && name) await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
 
 async function connect({ urlMode = false, onURL = null } = {}) {
   const client = new Client(
@@ -68,26 +79,33 @@ function linkIn(message) {
 // approve is the person: opens link, signs in with the dev sign-in as user, and
 // on the approval page types the key and presses Approve (or Deny). It returns
 // the text of the page it ends on.
-async function person(link, { user = 'dev', key = null, deny = false } = {}) {
+// shots names the screenshots of the steps: {signin, page, done}.
+async function person(link, { user = 'dev', key = null, deny = false, shots: names = {} } = {}) {
   const page = await browser.context.newPage();
   try {
     await page.goto(String(link), { waitUntil: 'load' });
     const signIn = page.getByRole('button', { name: user, exact: true });
     if (await signIn.count() > 0) {
+      await shot(page, names.signin);
       const loaded = page.waitForEvent('load');
       await signIn.click();
       await loaded;
     }
     const approveBtn = page.getByRole('button', { name: 'Approve', exact: true });
-    if (await approveBtn.count() === 0) return await page.locator('body').innerText();
+    if (await approveBtn.count() === 0) {
+      await shot(page, names.done);
+      return await page.locator('body').innerText();
+    }
     if (key) {
       const body = await page.locator('body').innerText();
       assert.ok(body.includes(key), `the page does not name ${key}: ${body}`);
       await page.getByLabel(`Type ${key} to approve`).fill(key);
     }
+    await shot(page, names.page);
     const loaded = page.waitForEvent('load');
     await (deny ? page.getByRole('button', { name: 'Deny', exact: true }) : approveBtn).click();
     await loaded;
+    await shot(page, names.done);
     return await page.locator('body').innerText();
   } finally {
     await page.close();
@@ -148,7 +166,7 @@ test('no elicitation over MCP: the refusal carries the link; after approval the 
   const refused = errorOf(await client.callTool(del(issue)));
   assert.equal(refused.code, 'human_approval_required');
   const link = linkIn(refused.error);
-  assert.match(await person(link, { key: issue.key }), /Approved/);
+  assert.match(await person(link, { key: issue.key, shots: { signin: 'approve-signin', page: 'approve-page', done: 'approve-approved' } }), /Approved/);
   const res = await client.callTool(del(issue));
   assert.notEqual(res.isError, true, JSON.stringify(res));
   assert.equal(await exists(client, issue), false);
@@ -172,7 +190,7 @@ test('another member who signs in sees that it is not theirs, and the delete sta
   const client = await connect();
   const issue = await create(client, 'Not yours to approve');
   const link = linkIn(errorOf(await client.callTool(del(issue))).error);
-  const text = await person(link, { user: process.env.AACMCP_OTHER_USER });
+  const text = await person(link, { user: process.env.AACMCP_OTHER_USER, shots: { done: 'approve-not-yours' } });
   assert.match(text, /This approval is not yours/);
   assert.equal(errorOf(await client.callTool(del(issue))).code, 'human_approval_required');
   assert.equal(await exists(client, issue), true);
@@ -183,7 +201,7 @@ test('Deny: the same call is declined, and nothing is deleted', async () => {
   const client = await connect();
   const issue = await create(client, 'Deny me');
   const link = linkIn(errorOf(await client.callTool(del(issue))).error);
-  assert.match(await person(link, { deny: true }), /Denied/);
+  assert.match(await person(link, { deny: true, shots: { done: 'approve-denied' } }), /Denied/);
   assert.equal(errorOf(await client.callTool(del(issue))).code, 'confirmation_declined');
   assert.equal(await exists(client, issue), true);
   audit('confirmation_declined', issue);
