@@ -166,6 +166,17 @@ func TestApprovalPage(t *testing.T) {
 		if !ok || rec.Outcome != audit.OutcomeDenied || rec.Reason != string(apperr.PermissionDenied) || rec.UserID != "bob" {
 			t.Fatalf("refusal record %+v", rec)
 		}
+		// Someone of another workspace learns nothing of who asked.
+		if _, err := r.st.UpdateMember(context.Background(), store.Member{WorkspaceID: "other", UserID: "carol", Role: store.RoleMember, CreatedAt: testEpoch}); err != nil {
+			t.Fatal(err)
+		}
+		r.srv.cfg.DevWorkspace = "other"
+		_, page = r.open(t, link, "carol")
+		r.srv.cfg.DevWorkspace = DefaultDevWorkspace
+		contains(t, page.body, "This approval is not yours", "someone else")
+		if strings.Contains(page.body, "alice") || strings.Contains(page.body, "demo") {
+			t.Fatalf("an outsider's page names the member or workspace:\n%s", page.body)
+		}
 		// alice can still approve it.
 		b, page := r.open(t, link, "alice")
 		contains(t, decide(t, b, page, "approve", is.Key).body, "Approved")
