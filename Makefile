@@ -94,6 +94,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s)
 	  done; \
 	done
 
+.PHONY: screenshots
+screenshots: deps ## Save the approval page as a person sees it (docs/screenshots/approve-*.png) from TestTypeScriptSDKv2Approval's browser flows
+	AACMCP_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestTypeScriptSDKv2Approval$$' ./test/clients/
+
 .PHONY: bench
 bench: $(NPM_STAMP) ## Benchmark against a bare mcp-go server and the TypeScript SDK; writes bench/REPORT.md
 	npm ci --prefix bench/tspeer --no-audit --no-fund --loglevel=error

@@ -1,4 +1,4 @@
--- Destructive tool calls of the last 30 days by OAuth client, MCP client and confirmation kind: '' none, flag (confirm: true alone, which the model writes) or elicited (a person was asked through the server).
+-- Destructive tool calls of the last 30 days by OAuth client, MCP client and confirmation kind: '' none, flag (confirm: true alone, which the model writes), elicited (the client answered the server's form) or approved (a person approved on aacmcp's page).
 -- Runs unchanged on Athena (Trino) and on DuckDB (`aacmcp audit query --saved destructive_by_confirmation`).
 -- audit_log: in Athena, the table of that name in the Glue database the workgroup
 -- queries (columns = events/audit/record.schema.json, partitions dt and hour as
@@ -15,8 +15,12 @@
 -- Under the elicit and require policies a delete is two calls: the question
 -- (asked: outcome denied, reason human_confirmation_required, confirmation
 -- elicited) and the retry with the person's answer (succeeded, declined, or
--- refused as confirmation_invalid). refused counts every other denial, including
--- human_confirmation_required for a client that cannot ask (confirmation flag).
+-- refused as confirmation_invalid). Under approve it is the same two: the answer
+-- carrying the approval link (asked: reason human_approval_required, confirmation
+-- approved) and the call that spends the person's decision (succeeded, declined
+-- when they denied, or confirmation_invalid for a replay). refused counts every
+-- other denial, including human_confirmation_required for a client that cannot
+-- ask (confirmation flag).
 -- Requests turned away for their token (reason invalid_token) are left out: no client
 -- is known for them.
 WITH destructive AS (
@@ -40,7 +44,8 @@ classified AS (
         confirmation,
         outcome,
         reason,
-        confirmation = 'elicited' AND reason = 'human_confirmation_required' AS asked
+        (confirmation = 'elicited' AND reason = 'human_confirmation_required')
+            OR (confirmation = 'approved' AND reason = 'human_approval_required') AS asked
     FROM destructive
 )
 SELECT

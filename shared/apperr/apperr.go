@@ -33,6 +33,9 @@ const (
 	HumanConfirmationRequired Code = "human_confirmation_required"
 	ConfirmationInvalid       Code = "confirmation_invalid"
 	ConfirmationDeclined      Code = "confirmation_declined"
+	// HumanApprovalRequired belongs to the policy approve: the refusal carries the
+	// link to aacmcp's approval page, where the person approves the call.
+	HumanApprovalRequired Code = "human_approval_required"
 	// WAFBlocked is never answered by the server: the web application firewall in
 	// front of it refused the request, and the audit forwarder records that refusal
 	// from the firewall's log.
@@ -126,6 +129,8 @@ var Table = []Spec{
 		"the confirmation state is tampered, expired, replayed, or bound to other arguments, another principal or an older item version", HeaderNone},
 	{ConfirmationDeclined, http.StatusForbidden, OutcomeDenied, 0, toolResult,
 		"the person declined or cancelled the confirmation, or typed the wrong value", HeaderNone},
+	{HumanApprovalRequired, http.StatusForbidden, OutcomeDenied, 0, toolResult,
+		"the workspace has a person approve destructive calls on aacmcp's page: the message carries the link; open it, approve, then make the same call again", HeaderNone},
 }
 
 // Codes lists every code in documentation order. A test keeps the README in step.

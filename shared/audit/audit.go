@@ -108,13 +108,18 @@ const (
 	// ConfirmationFlag: the call passed the confirm check on confirm: true alone,
 	// which the model writes; no person was asked through the server.
 	ConfirmationFlag = "flag"
-	// ConfirmationElicited: the server asked a person (MRTR): the input_required
-	// answer that put the question, and the retry whose answer was judged.
+	// ConfirmationElicited: the client answered the server's form (MRTR): the
+	// input_required answer that put the question, and the retry whose answer was
+	// judged. The client shows the form, so a dishonest client can answer it.
 	ConfirmationElicited = "elicited"
+	// ConfirmationApproved: the policy approve: the call was sent to aacmcp's
+	// approval page (the refusal or URL elicitation carrying the link), or ran on
+	// the approval a person gave there after signing in.
+	ConfirmationApproved = "approved"
 )
 
 // Confirmations lists every confirmation value, in the order of the schema's enum.
-var Confirmations = []string{ConfirmationNone, ConfirmationFlag, ConfirmationElicited}
+var Confirmations = []string{ConfirmationNone, ConfirmationFlag, ConfirmationElicited, ConfirmationApproved}
 
 // Event types.
 const (
@@ -136,6 +141,10 @@ const (
 	// not use, an unknown grant type. The reason is refusalReason's (shared/oauth).
 	ActionTokenRefused      = "token_refused"
 	ActionRevocationRefused = "revocation_refused"
+	// ActionApprovalGranted and ActionApprovalDenied: a person answered a
+	// destructive call's approval page (shared/approval).
+	ActionApprovalGranted = "approval_granted"
+	ActionApprovalDenied  = "approval_denied"
 )
 
 // Actions lists every authorization action, in the order of the schema's enum.
@@ -143,6 +152,7 @@ var Actions = []string{
 	ActionConsentGranted, ActionConsentDenied, ActionTokenIssued, ActionTokenRefreshed,
 	ActionRefreshReuseDetected, ActionGrantRevoked, ActionClientRegistered,
 	ActionTokenRefused, ActionRevocationRefused,
+	ActionApprovalGranted, ActionApprovalDenied,
 }
 
 // Sink delivers records. Write returns only when the record is durable enough that

@@ -173,7 +173,7 @@ func (r Record) Validate() error {
 		// A 1.2 writer that still copied the key in clear would leak it.
 		return fmt.Errorf("audit: a %s record carries args_sha256 or idempotency_key (replaced by their HMACs in 1.2)", r.EventVersion)
 	case !slices.Contains(Confirmations, r.Confirmation):
-		return fmt.Errorf("audit: confirmation %q is not \"\", flag or elicited", r.Confirmation)
+		return fmt.Errorf("audit: confirmation %q is not \"\", flag, elicited or approved", r.Confirmation)
 	case r.Confirmation != ConfirmationNone && (!r.Destructive || r.EventType != EventToolCall):
 		return fmt.Errorf("audit: confirmation %q on a record that is not a destructive tool call", r.Confirmation)
 	case r.Confirmation != ConfirmationNone && beforeConfirmation(r.EventVersion):

@@ -20,6 +20,11 @@ import (
 type InputRequired struct {
 	State    string
 	Question confirm.Question
+	// URL, when set, makes it a URL elicitation instead (the policy approve): the
+	// client opens URL, the approval page, for the person, with Message beside
+	// it, and retries with State once they are done. ID names the approval
+	// (its nonce) as the URL elicitation's elicitationId.
+	URL, Message, ID string
 }
 
 // humanConfirmation is the workspace policy step for a destructive call that
@@ -44,6 +49,9 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 	if policy == confirm.PolicyFlag {
 		return nil, nil
 	}
+	if policy == confirm.PolicyApprove {
+		return g.humanApproval(ctx, c, p, roleOf, t, a)
+	}
 	if !c.req.CanElicit {
 		if policy == confirm.PolicyRequire {
 			return nil, apperr.New(apperr.HumanConfirmationRequired,
@@ -51,39 +59,9 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		}
 		return nil, nil
 	}
-	// A retry's state is opened before the item is read: a replay after the delete
-	// it confirmed (the item is gone) is then told confirmation_invalid, which is
-	// what it is, rather than not_found.
-	var got confirm.Claims
-	if c.req.RequestState != "" {
-		// A retry is judged on the person's answer, whatever the verdict.
-		record.SetConfirmation(&c.rec, audit.ConfirmationElicited)
-		var err error
-		if got, err = g.keys.Open(c.req.RequestState, c.now); err != nil {
-			return nil, errConfirmationInvalid()
-		}
-	}
-	tg, aerr := g.confirmTarget(ctx, p, t, a)
-	switch {
-	case aerr != nil && aerr.Code == apperr.NotFound && c.req.RequestState != "":
-		return nil, errConfirmationInvalid()
-	case aerr != nil && aerr.Code == apperr.NotFound:
-		return nil, nil
-	case aerr != nil:
+	got, tg, want, ask, aerr := g.asked(ctx, c, p, roleOf, t, a, audit.ConfirmationElicited)
+	if aerr != nil || !ask {
 		return nil, aerr
-	case !catalog.MayDelete(roleOf(), p.UserID, tg.Owner):
-		return nil, nil
-	}
-	// The person is asked now, or their answer judged: whatever the verdict,
-	// this call's confirmation is the elicitation, not the flag.
-	record.SetConfirmation(&c.rec, audit.ConfirmationElicited)
-	want := confirm.Claims{
-		Workspace:   p.WorkspaceID,
-		User:        p.UserID,
-		Principal:   p.TokenID,
-		Tool:        t.Name,
-		ArgsDigest:  a.digestWithout(confirmArg),
-		ItemVersion: tg.Version,
 	}
 	q, err := confirm.Ask(t.Confirm.Item(tg))
 	if err != nil {
@@ -115,6 +93,48 @@ func (g *Guard) humanConfirmation(ctx context.Context, c *call, p auth.Principal
 		return nil, apperr.New(apperr.ConfirmationDeclined, "the person did not confirm the delete; nothing was changed")
 	}
 	return nil, nil
+}
+
+// asked is what the elicit, require and approve policies share before they put
+// or judge their question: the retry's state opened, the item read, whether a
+// person is asked at all (ask false: the call proceeds to the tool, see
+// humanConfirmation), and the claims the answer is bound to. From the first
+// judgement of a retry, and once a person is to be asked, the record's
+// confirmation is kind, whatever the verdict.
+//
+// A retry's state is opened before the item is read: a replay after the delete
+// it confirmed (the item is gone) is then told confirmation_invalid, which is
+// what it is, rather than not_found.
+func (g *Guard) asked(ctx context.Context, c *call, p auth.Principal, roleOf func() store.Role, t catalog.Tool, a *args, kind string) (got confirm.Claims, tg catalog.Target, want confirm.Claims, ask bool, aerr *apperr.Error) {
+	retry := c.req.RequestState != ""
+	if retry {
+		record.SetConfirmation(&c.rec, kind)
+		var err error
+		if got, err = g.keys.Open(c.req.RequestState, c.now); err != nil {
+			return got, tg, want, false, errConfirmationInvalid()
+		}
+	}
+	tg, aerr = g.confirmTarget(ctx, p, t, a)
+	switch {
+	case aerr != nil && aerr.Code == apperr.NotFound && retry:
+		return got, tg, want, false, errConfirmationInvalid()
+	case aerr != nil && aerr.Code == apperr.NotFound:
+		return got, tg, want, false, nil
+	case aerr != nil:
+		return got, tg, want, false, aerr
+	case !catalog.MayDelete(roleOf(), p.UserID, tg.Owner):
+		return got, tg, want, false, nil
+	}
+	record.SetConfirmation(&c.rec, kind)
+	want = confirm.Claims{
+		Workspace:   p.WorkspaceID,
+		User:        p.UserID,
+		Principal:   p.TokenID,
+		Tool:        t.Name,
+		ArgsDigest:  a.digestWithout(confirmArg),
+		ItemVersion: tg.Version,
+	}
+	return got, tg, want, true, nil
 }
 
 func errConfirmationInvalid() *apperr.Error {

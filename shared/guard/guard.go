@@ -71,6 +71,9 @@ type Config struct {
 	// tools (flag, elicit, require); either nil keeps every workspace on flag.
 	Confirmations store.Confirmations
 	Keyring       *confirm.Keyring
+	// Approvals holds the policy approve's approvals (shared/approval); nil
+	// refuses every destructive call of a workspace on approve as internal_error.
+	Approvals store.Approvals
 }
 
 // Guard runs tool calls through the enforcement pipeline. It is safe for concurrent
@@ -96,6 +99,7 @@ type Guard struct {
 	parallelReads bool
 	confirms      store.Confirmations
 	keys          *confirm.Keyring
+	approvals     store.Approvals
 }
 
 // toolSchema compiles one tool's input schema once, when first needed. Compiling
@@ -138,6 +142,7 @@ func New(cfg Config) *Guard {
 		digest:   cfg.HMAC,
 		schemas:  map[string]*toolSchema{},
 	}
+	g.approvals = cfg.Approvals
 	if g.digest == nil {
 		g.digest = audit.EphemeralHMAC()
 	}
@@ -188,6 +193,12 @@ type Request struct {
 	// CanElicit: the request's client capabilities (protocol 2026-07-28) declare
 	// form elicitation, so the server may answer input_required.
 	CanElicit bool
+	// CanElicitURL: they declare URL elicitation, so the policy approve sends the
+	// approval link as one rather than in a refusal.
+	CanElicitURL bool
+	// PublicURL is the server's public base URL as the request reached it (the
+	// authorization server's issuer): the approval link's origin.
+	PublicURL string
 	// RequestState and InputResponses are an MRTR retry's params, verbatim.
 	RequestState   string
 	InputResponses json.RawMessage
@@ -484,6 +495,9 @@ func (g *Guard) finish(ctx context.Context, c *call, res *Result, countUsage boo
 		// the retry is a call (and a record) of its own. Recording it as a
 		// success would count a delete that did not happen (docs/decisions.md).
 		code = apperr.HumanConfirmationRequired
+		if res.InputRequired.URL != "" {
+			code = apperr.HumanApprovalRequired
+		}
 	}
 	record.Finish(&c.rec, end, code, res.Replay, time.Since(c.started))
 

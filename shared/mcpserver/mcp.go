@@ -214,6 +214,17 @@ func canElicitForm(meta map[string]json.RawMessage) bool {
 	return e.Form != nil || e.URL == nil
 }
 
+// canElicitURL reports whether a request's client capabilities declare URL
+// elicitation, which the policy approve uses to send its approval page.
+func canElicitURL(meta map[string]json.RawMessage) bool {
+	raw, ok := meta[mcp.MetaKeyClientCapabilities]
+	if !ok {
+		return false
+	}
+	var caps mcp.ClientCapabilities
+	return json.Unmarshal(raw, &caps) == nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
+}
+
 func metaString(meta map[string]json.RawMessage, key string) string {
 	raw, ok := meta[key]
 	if !ok {
@@ -277,6 +288,7 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// revisions keep the flag behaviour whatever their _meta says.
 			// checkProtocol refuses the call below if header and body disagree.
 			req.CanElicit = canElicitForm(tc.Meta)
+			req.CanElicitURL = canElicitURL(tc.Meta)
 			req.RequestState = tc.RequestState
 			req.InputResponses = tc.InputResponses
 		}
@@ -411,11 +423,15 @@ type inputRequiredResponse struct {
 // InputRequiredResult rather than a CallToolResult: the latter's encoding would
 // add an empty content array that the spec's input_required shape has not.
 func (h *handler) inputRequiredResult(ir *guard.InputRequired) *mcp.InputRequiredResult {
-	tr := server.NewInputRequestBuilder(ir.State).Elicit(confirm.ElicitationID, mcp.ElicitationParams{
+	params := mcp.ElicitationParams{
 		Mode:            mcp.ElicitationModeForm,
 		Message:         ir.Question.Message,
 		RequestedSchema: ir.Question.Schema,
-	}).ToolResult()
+	}
+	if ir.URL != "" {
+		params = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: ir.Message, URL: ir.URL, ElicitationID: ir.ID}
+	}
+	tr := server.NewInputRequestBuilder(ir.State).Elicit(confirm.ElicitationID, params).ToolResult()
 	out := &mcp.InputRequiredResult{Result: tr.Result, MultiRoundTripResult: tr.MultiRoundTripResult}
 	out.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
 	return out

@@ -374,6 +374,7 @@ func (h *handler) baseRequest(r *http.Request, tool string, args json.RawMessage
 		ProtocolVersion: r.Header.Get(mcp.HeaderProtocolVersion),
 		UserAgent:       r.Header.Get("User-Agent"),
 		SourceIP:        src,
+		PublicURL:       h.baseURL(r),
 	}
 }
 

@@ -58,6 +58,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
@@ -128,8 +129,11 @@ type Config struct {
 	OnRevoke func(tokenIDs []string)
 	// ServiceDocumentation is advertised in the metadata when set.
 	ServiceDocumentation string
-	Logger               *slog.Logger
-	Now                  func() time.Time
+	// Approvals serves the approval page (workspace policy approve); nil answers
+	// it not_found.
+	Approvals *approval.Desk
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // signer is the upstream leg; *upstream.Provider in production.
@@ -257,7 +261,7 @@ func route(path, issuer string) (string, bool) {
 	case wellKnownAS, wellKnownOIDC:
 		return wellKnownAS, true
 	case pathAuthorize, pathSignin, pathCallback, pathConsent, pathToken, pathRegister,
-		pathRevoke, pathGrants, pathGrantsRevoke, pathStyle:
+		pathRevoke, pathGrants, pathGrantsRevoke, pathStyle, pathApprove:
 		return path, true
 	}
 	return "", false
@@ -323,6 +327,7 @@ var routes = map[string]endpoint{
 	pathGrants:       {[]string{http.MethodGet}, (*request).grants, false},
 	pathGrantsRevoke: {[]string{http.MethodPost}, (*request).grantsRevoke, false},
 	pathStyle:        {[]string{http.MethodGet}, serveStyle, false},
+	pathApprove:      {[]string{http.MethodGet, http.MethodPost}, (*request).approvePage, false},
 }
 
 // request is one request in flight.

@@ -12,7 +12,7 @@ import (
 //go:embed templates/*.html templates/style.css
 var templateFS embed.FS
 
-var pageNames = []string{"error", "signin", "nomember", "consent", "grants"}
+var pageNames = []string{"error", "signin", "nomember", "consent", "grants", "approve"}
 
 // parsePages parses each page with the shared layout. html/template escapes every
 // value by its context, so a client's name or a redirect URI is text, never markup.

@@ -187,7 +187,7 @@ func (q *request) signin() {
 // pendingForSignin loads a pending request, of either purpose, that nobody has
 // signed in to yet.
 func (q *request) pendingForSignin(id string) (store.OAuthPending, *pageError) {
-	p, pe := q.loadPending(id, purposeAuthorize, purposeGrants)
+	p, pe := q.loadPending(id, purposeAuthorize, purposeGrants, purposeApprove)
 	if pe != nil {
 		return p, pe
 	}
@@ -268,6 +268,9 @@ func (q *request) finishSignin(p store.OAuthPending, subject, email, who string,
 	next := pathConsent
 	if p.Purpose == purposeGrants {
 		next = pathGrants
+	}
+	if p.Purpose == purposeApprove {
+		next = pathApprove
 	}
 	q.w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(q.w, q.r, q.url(next)+"?request="+url.QueryEscape(p.ID), http.StatusSeeOther)

@@ -114,6 +114,7 @@ func Build(ctx context.Context, cfg lambdaenv.Config, d Deps) (*Function, error)
 		// Both or neither: the guard keeps every workspace on flag without them.
 		Confirmations: st,
 		Keyring:       keys,
+		Approvals:     st,
 	})
 	// The input schemas are not compiled here: each compiles on its tool's first
 	// call (guard.toolSchema), which keeps about 2 ms of metaschema validation out of

@@ -88,16 +88,5 @@ func HMACKey(ctx context.Context, sm SecretsAPI, arn string) ([]byte, error) {
 // workspace policy (at worst a person is asked again), and the stack always sets
 // the variable (infra/confirmkey.go).
 func ConfirmKeys(ctx context.Context, sm SecretsAPI, getenv func(string) string) (*confirm.Keyring, error) {
-	arn := strings.TrimSpace(getenv(confirm.EnvKeyARN))
-	switch {
-	case arn != "":
-		keys, err := confirm.SecretsKeyring(ctx, confirm.SecretsManagerSource(sm, arn))
-		if err != nil {
-			return nil, fmt.Errorf("the confirmation key secret %s: %w", confirm.EnvKeyARN, err)
-		}
-		return keys, nil
-	case getenv(confirm.EnvKeyEphemeral) == "true":
-		return confirm.EphemeralKeyring()
-	}
-	return nil, nil
+	return confirm.KeysFromEnv(ctx, sm, getenv)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
 )
@@ -70,11 +71,17 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 	if err != nil {
 		return nil, env.Logger, err
 	}
+	sm := secretsmanager.NewFromConfig(env.AWS)
+	keys, err := confirm.KeysFromEnv(ctx, sm, getenv)
+	if err != nil {
+		return nil, env.Logger, err
+	}
 	fn, err := Build(ctx, cfg, Deps{
-		DB:      dynamodb.NewFromConfig(env.AWS),
-		Audit:   env.Audit,
-		Secrets: secretsmanager.NewFromConfig(env.AWS),
-		Logger:  env.Logger,
+		DB:          dynamodb.NewFromConfig(env.AWS),
+		Audit:       env.Audit,
+		Secrets:     sm,
+		Logger:      env.Logger,
+		ConfirmKeys: keys,
 	})
 	return fn, env.Logger, err
 }

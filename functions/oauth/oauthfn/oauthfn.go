@@ -24,9 +24,11 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/aacworkflow/aacmcp/shared/apigw"
+	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
 	"github.com/aacworkflow/aacmcp/shared/oauth/clientmeta"
@@ -76,6 +78,9 @@ type Deps struct {
 	Logger     *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ConfirmKeys open the approval links the MCP function seals (the same
+	// secret); nil serves no approval page.
+	ConfirmKeys *confirm.Keyring
 }
 
 // backend is what the authorization server needs of the store.
@@ -107,15 +112,22 @@ func Build(ctx context.Context, cfg Config, d Deps) (*Function, error) {
 		opts = append(opts, dynamo.WithClock(d.Now))
 	}
 	be := dynamo.New(d.DB, cfg.Table, cfg.TokensTable, opts...)
+	cat := catalog.New(catalog.Deps{})
 	ocfg := oauth.Config{
 		Store: be, Tokens: be, Sink: d.Audit,
 		Counter:        registrationCounter{db: d.DB, table: cfg.Table},
-		Catalog:        catalog.New(catalog.Deps{}),
+		Catalog:        cat,
 		Clients:        clientmeta.NewFetcher(clientmeta.Options{AllowLoopback: cfg.Dev, Now: d.Now, Logger: log}),
 		Dev:            cfg.Dev && cfg.OIDCIssuer == "",
 		AccessTokenTTL: cfg.AccessTokenTTL,
 		Logger:         log,
 		Now:            d.Now,
+	}
+	if d.ConfirmKeys != nil {
+		d.ConfirmKeys.SetLogger(log)
+		ocfg.Approvals = &approval.Desk{Keys: d.ConfirmKeys, Store: be, Items: be, Catalog: cat}
+	} else {
+		log.Warn("no confirmation key (" + confirm.EnvKeyARN + "); the approval page is off, and a workspace on approve cannot approve deletes")
 	}
 	if cfg.OIDCIssuer != "" {
 		up, err := newUpstream(ctx, cfg, d)

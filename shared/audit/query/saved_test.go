@@ -111,6 +111,13 @@ func TestSavedQueries(t *testing.T) {
 			d.add(2, day.Add(2*time.Hour+time.Minute), del, yes, asked, claude, at.Who("w2", "tB"))
 			d.add(1, day.Add(2*time.Hour+2*time.Minute), del, yes, asked, at.Denied("confirmation_declined"), claude, at.Who("w2", "tB"))
 			d.add(1, day.Add(2*time.Hour+3*time.Minute), del, yes, asked, at.Denied("confirmation_invalid"), claude, at.Who("w2", "tB"))
+			// claude, in an approve workspace: three links; one approved and run,
+			// one denied on the page, and a replay of the approved one.
+			approved := at.Confirmation(audit.ConfirmationApproved)
+			d.add(3, day.Add(3*time.Hour), del, yes, approved, at.Denied("human_approval_required"), claude, at.Who("w3", "tE"))
+			d.add(1, day.Add(3*time.Hour+time.Minute), del, yes, approved, claude, at.Who("w3", "tE"))
+			d.add(1, day.Add(3*time.Hour+2*time.Minute), del, yes, approved, at.Denied("confirmation_declined"), claude, at.Who("w3", "tE"))
+			d.add(1, day.Add(3*time.Hour+3*time.Minute), del, yes, approved, at.Denied("confirmation_invalid"), claude, at.Who("w3", "tE"))
 			// The same connector, other software.
 			d.add(1, d.day(2), del, yes, flag, at.Client(claudeID), named("claude-code"), at.Who("w1", "tC"))
 			// chatgpt in a require workspace cannot ask: refused on the flag; and
@@ -133,6 +140,7 @@ func TestSavedQueries(t *testing.T) {
 					{chatgptID, "openai-mcp", "", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
 					{chatgptID, "openai-mcp", "flag", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
 					{claudeID, "claude-ai", "", int64(1), int64(0), int64(0), int64(0), int64(1), int64(0)},
+					{claudeID, "claude-ai", "approved", int64(6), int64(1), int64(3), int64(1), int64(1), int64(0)},
 					{claudeID, "claude-ai", "elicited", int64(7), int64(2), int64(3), int64(1), int64(1), int64(0)},
 					{claudeID, "claude-ai", "flag", int64(3), int64(2), int64(0), int64(0), int64(0), int64(1)},
 					{claudeID, "claude-code", "flag", int64(1), int64(1), int64(0), int64(0), int64(0), int64(0)},

@@ -12,3 +12,10 @@ func TestConfirmationConformance(t *testing.T) {
 		return storetest.ConfirmationBackend{Queries: e.store, Confirmations: e.store, Lister: e.store}
 	})
 }
+
+func TestApprovalConformance(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	storetest.RunApprovals(t, func(t *testing.T) storetest.ApprovalBackend {
+		return storetest.ApprovalBackend{Approvals: e.store}
+	})
+}

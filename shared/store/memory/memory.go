@@ -48,8 +48,9 @@ type Store struct {
 	idem       map[store.IdempotencyKey]store.IdempotencyRecord
 	rates      map[rateKey]int64
 	usage      map[usageKey]store.UsageRow
-	events     map[eventKey]bool      // usage event ids already counted
-	nonces     map[nonceKey]time.Time // used confirmation nonces -> expiry
+	events     map[eventKey]bool           // usage event ids already counted
+	nonces     map[nonceKey]time.Time      // used confirmation nonces -> expiry
+	approvals  map[nonceKey]store.Approval // by workspace and binding
 	oauth      oauth
 }
 
@@ -71,6 +72,7 @@ func New(opts ...Option) *Store {
 		usage:      map[usageKey]store.UsageRow{},
 		events:     map[eventKey]bool{},
 		nonces:     map[nonceKey]time.Time{},
+		approvals:  map[nonceKey]store.Approval{},
 		oauth:      newOAuth(),
 	}
 	for _, o := range opts {

@@ -27,3 +27,9 @@ func TestOAuthConformance(t *testing.T) {
 		return storetest.OAuthBackend{Queries: s, Tokens: s, OAuth: s}
 	})
 }
+
+func TestApprovalConformance(t *testing.T) {
+	storetest.RunApprovals(t, func(t *testing.T) storetest.ApprovalBackend {
+		return storetest.ApprovalBackend{Approvals: memory.New()}
+	})
+}

@@ -20,3 +20,9 @@ func TestConfirmationConformanceReadCache(t *testing.T) {
 		return storetest.ConfirmationBackend{Queries: s, Confirmations: s, Lister: s}
 	})
 }
+
+func TestApprovalConformance(t *testing.T) {
+	storetest.RunApprovals(t, func(t *testing.T) storetest.ApprovalBackend {
+		return storetest.ApprovalBackend{Approvals: open(t)}
+	})
+}

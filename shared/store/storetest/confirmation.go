@@ -59,11 +59,18 @@ func testNonceConcurrent(t *testing.T, b ConfirmationBackend) {
 	ctx := t.Context()
 	ws, n := uid("ws"), uid("n")
 	exp := time.Now().Add(5 * time.Minute).Truncate(time.Millisecond)
+	oneWins(t, "consumption", store.ErrNonceUsed, func() error { return b.Confirmations.ConsumeConfirmationNonce(ctx, ws, n, exp) })
+}
+
+// oneWins runs op from 8 goroutines at once and fails unless exactly one
+// succeeds and every other fails with lost.
+func oneWins(t *testing.T, what string, lost error, op func() error) {
+	t.Helper()
 	const workers = 8
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for i := range workers {
-		wg.Go(func() { errs[i] = b.Confirmations.ConsumeConfirmationNonce(ctx, ws, n, exp) })
+		wg.Go(func() { errs[i] = op() })
 	}
 	wg.Wait()
 	won := 0
@@ -71,12 +78,12 @@ func testNonceConcurrent(t *testing.T, b ConfirmationBackend) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrNonceUsed):
-			t.Fatalf("concurrent consume: %v", err)
+		case !errors.Is(err, lost):
+			t.Fatalf("concurrent %s: %v", what, err)
 		}
 	}
 	if won != 1 {
-		t.Fatalf("%d of %d concurrent consumptions succeeded, want 1", won, workers)
+		t.Fatalf("%d of %d concurrent %ss succeeded, want 1", won, workers, what)
 	}
 }
 

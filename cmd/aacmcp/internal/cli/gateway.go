@@ -28,6 +28,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	auditkinesis "github.com/aacworkflow/aacmcp/shared/audit/kinesis"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
+	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/gateway"
 	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
@@ -308,6 +309,14 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		}
 		authorizer = lambda.NewHandler(a.Handle)
 	}
+	// The data folder's confirmation key, as serve's: the MCP function seals
+	// approval links with it and the OAuth function's approval page opens them
+	// (the stack gives both the same secret). A function behind --function-url
+	// has a key of its own.
+	confirmKeys, err := confirm.LocalKeyring(g.dataDir)
+	if err != nil {
+		return err
+	}
 	if gf.functionURL != "" {
 		function, fnDesc = gateway.InvokeURL(gf.functionURL, &http.Client{Timeout: gateway.IntegrationTimeout + time.Second}), gf.functionURL
 	} else {
@@ -317,7 +326,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		if err != nil {
 			return err
 		}
-		f, err := mcpfn.Build(ctx, lcfg, mcpfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", mcpfn.FunctionName), HMACKey: hmacKey})
+		f, err := mcpfn.Build(ctx, lcfg, mcpfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", mcpfn.FunctionName), HMACKey: hmacKey, ConfirmKeys: confirmKeys})
 		if err != nil {
 			return err
 		}
@@ -336,7 +345,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 				return err
 			}
 		}
-		of, err := oauthfn.Build(ctx, ocfg, oauthfn.Deps{DB: ddb, Audit: sink, Logger: log.With("function", oauthfn.FunctionName)})
+		of, err := oauthfn.Build(ctx, ocfg, oauthfn.Deps{DB: ddb, Audit: sink, Logger: log.With("function", oauthfn.FunctionName), ConfirmKeys: confirmKeys})
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -281,7 +282,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 
 	cat := catalog.New(catalog.Deps{Dispatcher: dispatcher})
 	gcfg := guard.Config{Catalog: cat, Store: st, Audit: sink, Now: g.env.Now, Logger: log, HMAC: digester,
-		Confirmations: st, Keyring: confirmKeys}
+		Confirmations: st, Keyring: confirmKeys, Approvals: st}
 	if rate != nil {
 		gcfg.Limiter = ratelimit.New(st, *rate)
 	}
@@ -296,7 +297,8 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	verifier := auth.NewCachedVerifier(&auth.Verifier{Store: st, Now: g.env.Now}, auth.MaxCacheTTL, 0)
 	// A grant revoked here (the grants page, RFC 7009, a replayed code) ends its access
 	// tokens at once in this process, not within the cache's 60 s.
-	as, err := newAuthorizationServer(ctx, sf.oauth, sf.dev, ln, st, sink, cat, g.env.now, log, func(ids []string) { verifier.Forget(ids...) })
+	desk := &approval.Desk{Keys: confirmKeys, Store: st, Items: st, Catalog: cat}
+	as, err := newAuthorizationServer(ctx, sf.oauth, sf.dev, ln, st, sink, cat, desk, g.env.now, log, func(ids []string) { verifier.Forget(ids...) })
 	if err != nil {
 		ln.Close()
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
@@ -62,7 +63,7 @@ func (of *oauthFlags) enabled(dev bool) bool { return dev || of.issuer != "" }
 // newAuthorizationServer builds the server for serve. The dev sign-in page, and
 // client metadata documents on loopback, are only for a dev server that listens on
 // loopback: either would let anyone who reaches the port act as any member.
-func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net.Listener, st *sqlite.Store, sink audit.Sink, cat *catalog.Catalog, now func() time.Time, log *slog.Logger, onRevoke func([]string)) (*oauth.Server, error) {
+func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net.Listener, st *sqlite.Store, sink audit.Sink, cat *catalog.Catalog, desk *approval.Desk, now func() time.Time, log *slog.Logger, onRevoke func([]string)) (*oauth.Server, error) {
 	if !of.enabled(dev) {
 		return nil, nil
 	}
@@ -76,6 +77,7 @@ func newAuthorizationServer(ctx context.Context, of oauthFlags, dev bool, ln net
 		Dev:            dev && of.issuer == "",
 		AccessTokenTTL: of.accessTTL,
 		OnRevoke:       onRevoke,
+		Approvals:      desk,
 		Logger:         log,
 		Now:            now,
 	}

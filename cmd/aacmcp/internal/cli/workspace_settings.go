@@ -40,20 +40,23 @@ func newWorkspaceListCmd(g *globals) *cobra.Command {
 func newWorkspaceSetCmd(g *globals) *cobra.Command {
 	var ws, policy string
 	c := newAdminCmd(g, &cobra.Command{
-		Use:   "set --workspace ID --destructive-confirmation flag|elicit|require",
+		Use:   "set --workspace ID --destructive-confirmation " + confirm.Names("|"),
 		Short: "Change a workspace's settings: who confirms a destructive tool call",
 		Long: `--destructive-confirmation decides who confirms a destructive tool call:
   flag     the client's confirm: true (the MCP spec's behaviour, the default)
   elicit   the person, through a form elicitation, when the client can show one
            (MCP 2026-07-28); confirm: true from other clients
-  require  the person, always: a client that cannot ask one is refused`,
+  require  the person, always: a client that cannot ask one is refused
+  approve  the person, on this server's own approval page where they sign in:
+           every client gets the page's link (a URL elicitation, or a refusal
+           whose text carries it), and the same call runs once approved`,
 		Example: `  aacmcp workspace set --workspace acme --destructive-confirmation require`,
 		Args:    wrapArgs(cobra.NoArgs),
 	}, adminAction{
 		jsonHelp: "print the workspace's settings as JSON",
 		check: func([]string) error {
 			if _, err := confirm.ParsePolicy(policy); err != nil || policy == "" {
-				return usagef("--destructive-confirmation %q: want flag, elicit or require", policy)
+				return usagef("--destructive-confirmation %q: want one of %s", policy, confirm.Names(", "))
 			}
 			return nil
 		},
@@ -72,7 +75,7 @@ func newWorkspaceSetCmd(g *globals) *cobra.Command {
 		},
 	})
 	c.Flags().StringVar(&ws, "workspace", "", "workspace id (required)")
-	c.Flags().StringVar(&policy, "destructive-confirmation", "", "flag, elicit or require (required)")
+	c.Flags().StringVar(&policy, "destructive-confirmation", "", confirm.Names(", ")+" (required)")
 	requireFlags(c, "workspace", "destructive-confirmation")
 	return c
 }
