@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -258,8 +257,8 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 	if !validPart(r.GrantID) || !validPart(r.NewRefreshHash) || (r.OldRefreshHash != "" && !validPart(r.OldRefreshHash)) {
 		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash, without '#'")
 	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	cur, listUntil, err := s.getGrant(ctx, r.GrantID, op)
@@ -269,26 +268,10 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 	if cur == nil {
 		return store.OAuthGrant{}, notFound("grant")
 	}
-	if cur.RevokedAt != nil {
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
+	g, err := r.Apply(*cur)
+	if err != nil {
+		return store.OAuthGrant{}, err
 	}
-	if cur.RefreshHash != r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
-	}
-	g := *cur
-	if len(r.Scopes) > 0 {
-		g.Scopes = slices.Clone(r.Scopes)
-	}
-	g.AccessTokenIDs = slices.DeleteFunc(slices.Clone(g.AccessTokenIDs), func(id string) bool {
-		return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-	})
-	if r.AccessTokenID != "" {
-		g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-	}
-	if !r.ExpiresAt.IsZero() {
-		g.ExpiresAt = r.ExpiresAt.UTC()
-	}
-	g.RefreshHash, g.LastUsedAt = r.NewRefreshHash, r.At
 
 	n := nonce()
 	if err := s.putRefresh(ctx, r.NewRefreshHash, g, g.ExpiresAt, n, op); err != nil { // (1)

@@ -332,28 +332,23 @@ func (s *Store) GetOAuthGrantByRefresh(_ context.Context, refreshHash string) (s
 	return store.OAuthGrant{}, false, notFound("grant")
 }
 
-// UpdateOAuthGrantRotate implements store.OAuthStore. Empty r.Scopes keeps the
-// grant's scopes, a zero r.ExpiresAt its expiry, and an empty r.AccessTokenID adds
-// no token. The check and the write share the one lock, so of concurrent rotations
+// UpdateOAuthGrantRotate implements store.OAuthStore (store.OAuthRotation.Apply
+// says what a rotation changes). The check and the write share the one lock, so of concurrent rotations
 // from the same hash exactly one wins.
 func (s *Store) UpdateOAuthGrantRotate(_ context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
-	if r.GrantID == "" || r.NewRefreshHash == "" {
-		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash")
-	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.liveGrant(r.GrantID)
-	switch {
-	case !ok:
+	cur, ok := s.liveGrant(r.GrantID)
+	if !ok {
 		return store.OAuthGrant{}, notFound("grant")
-	case g.RevokedAt != nil:
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
-	case g.RefreshHash != r.OldRefreshHash:
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
+	}
+	g, err := r.Apply(copyGrant(cur))
+	if err != nil {
+		return store.OAuthGrant{}, err
 	}
 	if _, ok := s.oauth.rotated[r.OldRefreshHash]; ok && r.OldRefreshHash != "" {
 		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token was rotated already")
@@ -365,20 +360,6 @@ func (s *Store) UpdateOAuthGrantRotate(_ context.Context, r store.OAuthRotation)
 	if _, ok := s.oauth.rotated[r.NewRefreshHash]; ok {
 		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token was rotated already")
 	}
-	g = copyGrant(g)
-	if len(r.Scopes) > 0 {
-		g.Scopes = slices.Clone(r.Scopes)
-	}
-	g.AccessTokenIDs = slices.DeleteFunc(g.AccessTokenIDs, func(id string) bool {
-		return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-	})
-	if r.AccessTokenID != "" {
-		g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-	}
-	if !r.ExpiresAt.IsZero() {
-		g.ExpiresAt = r.ExpiresAt.UTC()
-	}
-	g.RefreshHash, g.LastUsedAt = r.NewRefreshHash, r.At
 	if r.OldRefreshHash != "" {
 		s.oauth.rotated[r.OldRefreshHash] = g.ID
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -474,44 +473,24 @@ func prefixed(p, cols string) string {
 	return strings.Join(fields, ", ")
 }
 
-// UpdateOAuthGrantRotate implements store.OAuthStore. Empty r.Scopes keeps the
-// grant's scopes, a zero r.ExpiresAt its expiry, and an empty r.AccessTokenID adds
-// no token. The check and the write share one write transaction (they run one at a
+// UpdateOAuthGrantRotate implements store.OAuthStore (store.OAuthRotation.Apply
+// says what a rotation changes). The check and the write share one write transaction (they run one at a
 // time), so of concurrent rotations from the same hash exactly one wins.
 func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
-	if r.GrantID == "" || r.NewRefreshHash == "" {
-		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash")
-	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	var out store.OAuthGrant
 	err := s.writeUncached(ctx, func(x q) error {
-		g, err := s.getGrant(x, r.GrantID)
+		cur, err := s.getGrant(x, r.GrantID)
 		if err != nil {
 			return err
 		}
-		if g.RevokedAt != nil {
-			return store.Errorf(store.ErrConflict, "grant is revoked")
+		g, err := r.Apply(cur)
+		if err != nil {
+			return err
 		}
-		if g.RefreshHash != r.OldRefreshHash {
-			return store.Errorf(store.ErrConflict, "refresh token is no longer current")
-		}
-		if len(r.Scopes) > 0 {
-			g.Scopes = slices.Clone(r.Scopes)
-		}
-		g.AccessTokenIDs = slices.DeleteFunc(g.AccessTokenIDs, func(id string) bool {
-			return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-		})
-		if r.AccessTokenID != "" {
-			g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-		}
-		if !r.ExpiresAt.IsZero() {
-			g.ExpiresAt = r.ExpiresAt.UTC()
-		}
-		g.RefreshHash = r.NewRefreshHash
-		g.LastUsedAt = r.At
 		scopes, err := stringsJSON(g.Scopes)
 		if err != nil {
 			return err
