@@ -211,20 +211,13 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	if err != nil {
 		return fail(op, err)
 	}
-	s.later(ctx, "clear a usage guard", func(ctx context.Context) error {
-		// The condition keeps an update from creating a key-only item (a row without
-		// date or tool) should the counter item be gone by now.
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			UpdateExpression:          aws.String("DELETE evs :evs"),
-			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: item{":evs": avSet(ev)},
-		})
-		if conditionFailed(err) {
-			return nil
-		}
-		return err
+	// The condition keeps an update from creating a key-only item (a row without
+	// date or tool) should the counter item be gone by now.
+	s.laterUpdate(ctx, "clear a usage guard", dynamodb.UpdateItemInput{
+		Key:                       k,
+		UpdateExpression:          aws.String("DELETE evs :evs"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: item{":evs": avSet(ev)},
 	}, "workspace_id", u.WorkspaceID, "date", u.Date, "tool", u.Tool, "event", ev)
 	return nil
 }

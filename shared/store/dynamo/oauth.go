@@ -383,17 +383,11 @@ func (s *Store) DeleteOAuthPending(ctx context.Context, id string) error {
 	if err != nil {
 		return fail(op, err)
 	}
-	s.later(ctx, "delete a consumed pending authorization", func(ctx context.Context) error {
-		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			ConditionExpression:       aws.String("consumed_by = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) { // a resent delete finds the item gone
-			return nil
-		}
-		return err
+	// A resent delete finds the item gone: its condition fails.
+	s.laterDelete(ctx, "delete a consumed pending authorization", dynamodb.DeleteItemInput{
+		Key:                       k,
+		ConditionExpression:       aws.String("consumed_by = :n"),
+		ExpressionAttributeValues: item{":n": avS(n)},
 	}, "pending_id", id)
 	return nil
 }
