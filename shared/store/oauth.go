@@ -122,6 +122,19 @@ type OAuthGrant struct {
 	RevokedAt      *time.Time `json:"revoked_at,omitempty"`
 }
 
+// UseTimes returns a new client's or grant's CreatedAt and LastUsedAt, in UTC:
+// CreatedAt defaults to now, and LastUsedAt to CreatedAt (a record is used when it
+// is made).
+func UseTimes(now, createdAt, lastUsedAt time.Time) (time.Time, time.Time) {
+	if createdAt.IsZero() {
+		createdAt = now
+	}
+	if lastUsedAt.IsZero() {
+		lastUsedAt = createdAt
+	}
+	return createdAt.UTC(), lastUsedAt.UTC()
+}
+
 // OAuthRotation is one refresh: the current refresh token is replaced, the access
 // token issued with it recorded, and the scopes possibly narrowed.
 type OAuthRotation struct {

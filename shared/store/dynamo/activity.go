@@ -354,8 +354,8 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	if !checkIdemKey(rec.IdempotencyKey) {
 		return notFound("idempotency record")
 	}
-	if rec.CreatedAt.IsZero() {
-		return errZeroClaim()
+	if err := store.CheckClaimTime(rec.CreatedAt); err != nil {
+		return err
 	}
 	if rec.State == "" {
 		rec.State = store.IdemCompleted
@@ -383,8 +383,8 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, c
 	if !checkIdemKey(k) {
 		return nil
 	}
-	if createdAt.IsZero() {
-		return errZeroClaim()
+	if err := store.CheckClaimTime(createdAt); err != nil {
+		return err
 	}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
@@ -412,10 +412,6 @@ func (s *Store) notOurClaim(ctx context.Context, k store.IdempotencyKey, ifNone 
 	default:
 		return err
 	}
-}
-
-func errZeroClaim() error {
-	return store.Invalid("an idempotency claim is named by its created_at, which is zero")
 }
 
 // UpdateRateCounter implements store.Writer with one ADD. Unlike the other counters it

@@ -98,10 +98,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	if !validPart(c.ClientID) {
 		return store.Invalid("client id is required and must not contain '#'")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	n := nonce()
 	it := encodeClient(c)
 	it["nonce"] = avS(n)

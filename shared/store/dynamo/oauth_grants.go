@@ -159,10 +159,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if err := checkGrant(g); err != nil {
 		return err
 	}
-	g.CreatedAt = s.orNow(g.CreatedAt)
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
 	g.ExpiresAt = g.ExpiresAt.UTC()
 	n := nonce()
 	if g.RefreshHash != "" {

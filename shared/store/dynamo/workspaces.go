@@ -39,9 +39,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 	if !validPart(w.ID) {
 		return store.Workspace{}, store.Invalid("workspace id is required and must not contain '#'")
 	}
-	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, store.Invalid(
-			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
+	if err := store.CheckWorkspace(w); err != nil {
+		return store.Workspace{}, err
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
 	n := nonce()

@@ -83,11 +83,7 @@ func (s *Store) CreateOAuthClient(_ context.Context, c store.OAuthClient) error 
 	if c.ClientID == "" {
 		return store.Invalid("client id is required")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
-	c.LastUsedAt = c.LastUsedAt.UTC()
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.oauth.clients[c.ClientID]; ok && s.clientLive(old) {
@@ -274,10 +270,8 @@ func (s *Store) CreateOAuthGrant(_ context.Context, g store.OAuthGrant) error {
 	if g.ID == "" || g.ExpiresAt.IsZero() {
 		return store.Invalid("grant needs an id and an expiry")
 	}
-	g.CreatedAt, g.ExpiresAt = s.orNow(g.CreatedAt), g.ExpiresAt.UTC()
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
+	g.ExpiresAt = g.ExpiresAt.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.oauth.grants[g.ID]; ok && s.live(old.ExpiresAt) {

@@ -396,8 +396,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 		return store.IssuePage{}, s.fail(err)
 	}
 	if more {
-		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
+		c, err := store.NextIssueCursor(fp, page.Issues)
 		if err != nil {
 			return store.IssuePage{}, err
 		}

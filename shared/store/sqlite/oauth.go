@@ -78,10 +78,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	if c.ClientID == "" {
 		return store.Invalid("client id is required")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	redirects, err := stringsJSON(c.RedirectURIs)
 	if err != nil {
 		return err
@@ -377,10 +374,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if g.ID == "" || g.ExpiresAt.IsZero() {
 		return store.Invalid("grant needs an id and an expiry")
 	}
-	g.CreatedAt = s.orNow(g.CreatedAt)
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
 	scopes, err := stringsJSON(g.Scopes)
 	if err != nil {
 		return err
