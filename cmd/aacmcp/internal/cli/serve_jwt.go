@@ -60,15 +60,11 @@ func newJWTVerifier(ctx context.Context, jf jwtFlags, mcpURL string, members jwt
 	if jf.issuer == "" {
 		return nil, nil
 	}
-	aud := jf.audiences
-	if len(aud) == 0 && len(jf.clients) == 0 {
-		aud = []string{mcpURL}
+	set := jf.lambda()
+	if len(set.Audiences) == 0 && len(set.Clients) == 0 {
+		set.Audiences = []string{mcpURL}
 	}
-	v, err := jwtaccess.New(jwtaccess.Config{
-		Issuer: jf.issuer, Audiences: aud, Clients: jf.clients, JWKSURL: jf.jwksURL, Algorithms: jf.algorithms,
-		UserClaim: jf.userClaim, Workspace: jf.workspace, WorkspaceClaim: jf.workspaceClaim,
-		RequireATJWT: jf.requireATJWT, Members: members, Now: now, Logger: log,
-	})
+	v, err := jwtaccess.New(jwtaccess.Config{Settings: set, Members: members, Now: now, Logger: log})
 	if err != nil {
 		return nil, usagef("--jwt-issuer: %v", err)
 	}
@@ -77,7 +73,7 @@ func newJWTVerifier(ctx context.Context, jf jwtFlags, mcpURL string, members jwt
 	if err := v.Prime(pctx); err != nil {
 		return nil, fmt.Errorf("--jwt-issuer %s: %w", jf.issuer, err)
 	}
-	log.Info("accepting JWT access tokens", "issuer", jf.issuer, "audience", strings.Join(aud, " "))
+	log.Info("accepting JWT access tokens", "issuer", jf.issuer, "audience", strings.Join(set.Audiences, " "))
 	return v, nil
 }
 
@@ -101,7 +97,8 @@ func (jf *jwtFlags) checkForGateway() error {
 	return nil
 }
 
-// lambda is the authorizer's configuration of the external issuer.
+// lambda is the external issuer's configuration, as the authorizer reads it from
+// the environment.
 func (jf *jwtFlags) lambda() lambdaenv.JWT {
 	return lambdaenv.JWT{
 		Issuer: jf.issuer, Audiences: jf.audiences, Clients: jf.clients, JWKSURL: jf.jwksURL,
