@@ -279,10 +279,7 @@ func scanCode(r scanner) (store.OAuthCode, error) {
 		return store.OAuthCode{}, err
 	}
 	c.CreatedAt, c.ExpiresAt = fromNanos(created), fromNanos(expires)
-	if used.Valid {
-		at := fromNanos(used.Int64)
-		c.UsedAt = &at
-	}
+	c.UsedAt = fromNullNanos(used)
 	return c, nil
 }
 
@@ -296,10 +293,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	if err != nil {
 		return err
 	}
-	var used any
-	if c.UsedAt != nil {
-		used = nanos(*c.UsedAt)
-	}
+	used := nullNanos(c.UsedAt)
 	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_codes (`+codeCols+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
@@ -361,10 +355,7 @@ func scanGrant(r scanner) (store.OAuthGrant, error) {
 		return store.OAuthGrant{}, err
 	}
 	g.CreatedAt, g.LastUsedAt, g.ExpiresAt = fromNanos(created), fromNanos(used), fromNanos(expires)
-	if revoked.Valid {
-		at := fromNanos(revoked.Int64)
-		g.RevokedAt = &at
-	}
+	g.RevokedAt = fromNullNanos(revoked)
 	return g, nil
 }
 
@@ -383,10 +374,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if err != nil {
 		return err
 	}
-	var revoked any
-	if g.RevokedAt != nil {
-		revoked = nanos(*g.RevokedAt)
-	}
+	revoked := nullNanos(g.RevokedAt)
 	return s.writeUncached(ctx, func(x q) error {
 		now := s.now().UnixNano()
 		var live bool
