@@ -194,7 +194,7 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 		AllowedOrigins: gf.allowedOrigins,
 		// The MCP function advertises the external issuer, as lambdaenv.Load
 		// makes it do from AACMCP_JWT_ISSUER on AWS.
-		AuthorizationServers: withIssuer(nil, gf.jwt.issuer),
+		AuthorizationServers: withIssuer(nil, gf.jwt.Issuer),
 	}, nil
 }
 
@@ -282,8 +282,8 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		if originVerify, err = newOriginSecret(); err != nil {
 			return err
 		}
-		if gf.jwt.issuer != "" && len(gf.jwt.audiences) == 0 && len(gf.jwt.clients) == 0 {
-			gf.jwt.audiences = []string{base + "/mcp"}
+		if gf.jwt.Issuer != "" && len(gf.jwt.Audiences) == 0 && len(gf.jwt.Clients) == 0 {
+			gf.jwt.Audiences = []string{base + "/mcp"}
 		}
 	} else {
 		base = apiBase
@@ -302,7 +302,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.authorizerURL != "" {
 		authorizer, authDesc = gateway.InvokeURL(gf.authorizerURL, &http.Client{Timeout: 30 * time.Second}), gf.authorizerURL
 	} else {
-		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName), JWT: gf.jwt.lambda()})
+		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName), JWT: gf.jwt.Settings})
 		if err != nil {
 			return err
 		}

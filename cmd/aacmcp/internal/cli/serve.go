@@ -313,7 +313,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	}
 	mcfg := mcpserver.Config{
 		PublicURL:            sf.publicURL,
-		AuthorizationServers: withIssuer(sf.authServers, sf.jwt.issuer),
+		AuthorizationServers: withIssuer(sf.authServers, sf.jwt.Issuer),
 		AllowedOrigins:       sf.allowedOrigins,
 		AllowedHosts:         sf.allowedHosts,
 		Logger:               log,
