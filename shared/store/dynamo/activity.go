@@ -234,7 +234,7 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 	if checkWS(ws) != nil || t.Before(f) {
 		return rows, nil
 	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :a AND :b"),
 		ExpressionAttributeValues: item{
@@ -242,19 +242,11 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 			":pk": avS(usagePK(ws)), ":a": avS("DAY#" + from + "#"), ":b": avS("DAY#" + to + "$"),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, "ListUsage")
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range items {
+	}, "ListUsage", func(it item) (store.UsageRow, error) {
 		d := decoder{it: it}
 		r := store.UsageRow{Date: d.str("date"), Tool: d.str("tool"), Calls: d.num("calls"), Denied: d.num("denied"), Errors: d.num("errors")}
-		if d.err != nil {
-			return nil, fail("ListUsage", d.err)
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+		return r, d.err
+	})
 }
 
 func checkIdemKey(k store.IdempotencyKey) bool {

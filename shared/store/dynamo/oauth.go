@@ -198,26 +198,14 @@ func (s *Store) DeleteOAuthClient(ctx context.Context, clientID string) error {
 // a client registered a moment ago may be missing (this list is for the admin CLI).
 func (s *Store) ListOAuthClients(ctx context.Context) ([]store.OAuthClient, error) {
 	const op = "ListOAuthClients"
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
 		FilterExpression:          aws.String("last_used_at > :cut"),
 		ExpressionAttributeValues: item{":pk": avS(oauthClientsGSI), ":cut": s.lapseCutoff()},
 		ScanIndexForward:          aws.Bool(false),
-	}, op)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.OAuthClient, 0, len(items))
-	for _, it := range items {
-		c, err := decodeClient(it)
-		if err != nil {
-			return nil, fail(op, err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	}, op, decodeClient)
 }
 
 // ---- pending authorizations ----

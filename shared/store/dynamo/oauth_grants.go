@@ -415,18 +415,10 @@ func (s *Store) ListOAuthGrants(ctx context.Context, ws, user string) ([]store.O
 			in.FilterExpression = aws.String("expires_at > :now AND workspace_id = :ws")
 			in.ExpressionAttributeValues[":ws"] = avS(ws)
 		}
-		items, err := s.queryAll(ctx, in, op)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
+		return queryDecoded(ctx, s, in, op, func(it item) (store.OAuthGrant, error) {
 			g, _, err := decodeGrant(it)
-			if err != nil {
-				return nil, fail(op, err)
-			}
-			out = append(out, g)
-		}
-		return out, nil
+			return g, err
+		})
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),

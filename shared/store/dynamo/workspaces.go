@@ -130,26 +130,14 @@ func listInWorkspace[T any](ctx context.Context, s *Store, ws, prefix, op string
 	if err := checkWS(ws); err != nil {
 		return []T{}, nil
 	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
 		ExpressionAttributeValues: item{
 			":pk": avS(wsPK(ws)), ":p": avS(prefix),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, op)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		v, err := decode(ws, it)
-		if err != nil {
-			return nil, fail(op, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	}, op, func(it item) (T, error) { return decode(ws, it) })
 }
 
 // CreateAgent implements store.Writer: it creates or replaces (the name); a replaced
