@@ -35,10 +35,10 @@ func LoadJWT(getenv func(string) string) (JWT, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	j := JWT{
 		Issuer:         get(EnvJWTIssuer),
-		Audiences:      splitList(get(EnvJWTAudience)),
-		Clients:        splitList(get(EnvJWTClients)),
+		Audiences:      SplitList(get(EnvJWTAudience)),
+		Clients:        SplitList(get(EnvJWTClients)),
 		JWKSURL:        get(EnvJWTJWKSURL),
-		Algorithms:     splitList(get(EnvJWTAlgorithms)),
+		Algorithms:     SplitList(get(EnvJWTAlgorithms)),
 		UserClaim:      get(EnvJWTUserClaim),
 		Workspace:      get(EnvJWTWorkspace),
 		WorkspaceClaim: get(EnvJWTWorkspaceClaim),

@@ -109,7 +109,7 @@ upstream.`,
 	f.StringVar(&gf.functionURL, "function-url", "", "invoke URL of the MCP function (default: in process)")
 	f.StringVar(&gf.rateLimit, "rate-limit", g.env.envOr("AACMCP_RATE_LIMIT", lambdaenv.DefaultRateLimit), "the MCP function's calls per token and tool (env AACMCP_RATE_LIMIT)")
 	f.StringVar(&gf.authFailLimit, "auth-fail-limit", g.env.envOr("AACMCP_AUTH_FAIL_LIMIT", lambdaenv.DefaultAuthFailLimit), "the authorizer's failed attempts per source IP (env AACMCP_AUTH_FAIL_LIMIT)")
-	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
+	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", lambdaenv.SplitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addJWTFlags(c, g, &gf.jwt)
 	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwtconf"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 )
 
 // jwtFlags configure an external authorization server whose JWT access tokens
@@ -23,10 +24,10 @@ type jwtFlags struct {
 func addJWTFlags(c *cobra.Command, g *globals, jf *jwtFlags) {
 	f := c.Flags()
 	f.StringVar(&jf.Issuer, "jwt-issuer", g.env.getenv("AACMCP_JWT_ISSUER"), "accept JWT access tokens of this external authorization server (its exact iss; env AACMCP_JWT_ISSUER)")
-	f.StringSliceVar(&jf.Audiences, "jwt-audience", splitList(g.env.getenv("AACMCP_JWT_AUDIENCE")), "aud values accepted, comma-separated (env AACMCP_JWT_AUDIENCE; default: this server's /mcp URL)")
-	f.StringSliceVar(&jf.Clients, "jwt-clients", splitList(g.env.getenv("AACMCP_JWT_CLIENTS")), "client_id values accepted, comma-separated (env AACMCP_JWT_CLIENTS); alone, without --jwt-audience, aud is not checked (Amazon Cognito)")
+	f.StringSliceVar(&jf.Audiences, "jwt-audience", lambdaenv.SplitList(g.env.getenv("AACMCP_JWT_AUDIENCE")), "aud values accepted, comma-separated (env AACMCP_JWT_AUDIENCE; default: this server's /mcp URL)")
+	f.StringSliceVar(&jf.Clients, "jwt-clients", lambdaenv.SplitList(g.env.getenv("AACMCP_JWT_CLIENTS")), "client_id values accepted, comma-separated (env AACMCP_JWT_CLIENTS); alone, without --jwt-audience, aud is not checked (Amazon Cognito)")
 	f.StringVar(&jf.JWKSURL, "jwt-jwks-url", g.env.getenv("AACMCP_JWT_JWKS_URL"), "the issuer's JWKS (env AACMCP_JWT_JWKS_URL; default: jwks_uri of its RFC 8414 or OpenID Connect metadata)")
-	f.StringSliceVar(&jf.Algorithms, "jwt-algorithms", splitList(g.env.getenv("AACMCP_JWT_ALGORITHMS")), "signature algorithms accepted (env AACMCP_JWT_ALGORITHMS; default RS256,ES256; asymmetric only)")
+	f.StringSliceVar(&jf.Algorithms, "jwt-algorithms", lambdaenv.SplitList(g.env.getenv("AACMCP_JWT_ALGORITHMS")), "signature algorithms accepted (env AACMCP_JWT_ALGORITHMS; default RS256,ES256; asymmetric only)")
 	f.StringVar(&jf.UserClaim, "jwt-user-claim", g.env.envOr("AACMCP_JWT_USER_CLAIM", jwtaccess.DefaultUserClaim), "claim holding the member's e-mail (env AACMCP_JWT_USER_CLAIM)")
 	f.StringVar(&jf.Workspace, "jwt-workspace", g.env.getenv("AACMCP_JWT_WORKSPACE"), "workspace the tokens act in, for people who are members of several (env AACMCP_JWT_WORKSPACE)")
 	f.StringVar(&jf.WorkspaceClaim, "jwt-workspace-claim", g.env.getenv("AACMCP_JWT_WORKSPACE_CLAIM"), "claim naming the workspace, instead of --jwt-workspace (env AACMCP_JWT_WORKSPACE_CLAIM)")
