@@ -64,7 +64,7 @@ func (s *Server) getIssue(_ context.Context, in mcp.CallToolRequest) (*mcp.CallT
 	if !ok {
 		return mcp.NewToolResultError(`{"error":"issue not found","code":"not_found"}`), nil
 	}
-	return result(is)
+	return Result(is)
 }
 
 func (s *Server) listIssues(_ context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -78,7 +78,7 @@ func (s *Server) listIssues(_ context.Context, in mcp.CallToolRequest) (*mcp.Cal
 		}
 		page.NextCursor = c
 	}
-	return result(page)
+	return Result(page)
 }
 
 // cursorPos is the SQLite store's ListIssues position, so that cursors match.
@@ -87,9 +87,10 @@ type cursorPos struct {
 	I string `json:"i"`
 }
 
-// result encodes v once, as aacmcp's guard does, and returns it as text and as
-// structured content.
-func result(v any) (*mcp.CallToolResult, error) {
+// Result encodes v once, as aacmcp's guard does, and returns it as text and as
+// structured content. Package barewrite answers with it too, so both ceilings pay
+// the same encoding.
+func Result(v any) (*mcp.CallToolResult, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

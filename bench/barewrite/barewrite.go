@@ -157,7 +157,7 @@ func (s *Server) createIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return nil, err
 	}
-	return result(is)
+	return bare.Result(is)
 }
 
 func (s *Server) updateIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -182,7 +182,7 @@ func (s *Server) updateIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return nil, err
 	}
-	return result(out)
+	return bare.Result(out)
 }
 
 func (s *Server) commentIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -203,7 +203,7 @@ func (s *Server) commentIssue(ctx context.Context, in mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	return result(c)
+	return bare.Result(c)
 }
 
 func (s *Server) tx(ctx context.Context, f func(*sql.Tx) error) error {
@@ -223,15 +223,4 @@ func optional(in mcp.CallToolRequest, name string) any {
 		return v
 	}
 	return nil
-}
-
-func result(v any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.NewTextContent(string(b))},
-		RawStructuredContent: b,
-	}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwtconf"
 )
 
 // The external authorization server whose JWT access tokens the authorizer accepts
@@ -24,17 +26,7 @@ const (
 )
 
 // JWT is the external issuer's configuration; Issuer "" means none.
-type JWT struct {
-	Issuer         string
-	Audiences      []string
-	Clients        []string
-	JWKSURL        string
-	Algorithms     []string
-	UserClaim      string
-	Workspace      string
-	WorkspaceClaim string
-	RequireATJWT   bool
-}
+type JWT = jwtconf.Settings
 
 // LoadJWT reads the AACMCP_JWT_* variables. The audience defaults to the public
 // /mcp URL (unless only AACMCP_JWT_CLIENTS is set); with neither it is an error, since a token must be checked to be meant
@@ -43,10 +35,10 @@ func LoadJWT(getenv func(string) string) (JWT, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	j := JWT{
 		Issuer:         get(EnvJWTIssuer),
-		Audiences:      splitList(get(EnvJWTAudience)),
-		Clients:        splitList(get(EnvJWTClients)),
+		Audiences:      SplitList(get(EnvJWTAudience)),
+		Clients:        SplitList(get(EnvJWTClients)),
 		JWKSURL:        get(EnvJWTJWKSURL),
-		Algorithms:     splitList(get(EnvJWTAlgorithms)),
+		Algorithms:     SplitList(get(EnvJWTAlgorithms)),
 		UserClaim:      get(EnvJWTUserClaim),
 		Workspace:      get(EnvJWTWorkspace),
 		WorkspaceClaim: get(EnvJWTWorkspaceClaim),

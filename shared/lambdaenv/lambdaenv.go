@@ -93,8 +93,8 @@ func Load(getenv func(string) string, required ...string) (Config, error) {
 		AuditStream:          get(EnvAuditStream),
 		AutopilotWebhook:     get(EnvAutopilotWebhook),
 		AutopilotSecretARN:   get(EnvAutopilotSecretARN),
-		AllowedOrigins:       splitList(get(EnvAllowedOrigins)),
-		AuthorizationServers: splitList(get(EnvAuthorizationServers)),
+		AllowedOrigins:       SplitList(get(EnvAllowedOrigins)),
+		AuthorizationServers: SplitList(get(EnvAuthorizationServers)),
 		PublicURL:            strings.TrimRight(get(EnvPublicURL), "/"),
 	}
 	// Tokens of an external issuer are accepted (authorizer): the resource metadata
@@ -155,8 +155,9 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// splitList splits a comma-separated list, trimming blanks and dropping empties.
-func splitList(s string) []string {
+// SplitList splits a comma-separated list, trimming blanks and dropping empties:
+// how every list in an environment variable or a CLI flag's env default is read.
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -245,15 +245,9 @@ func metaString(meta map[string]json.RawMessage, key string) string {
 // handlers are never called (errToolsCallDispatched).
 func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
-	if !h.originAllowed(r) {
+	r, body, done, ok := h.admit(w, r, func(w http.ResponseWriter) {
 		writeJSON(w, http.StatusForbidden, rpcErrorResponse(nil, rpcForbidden, "origin not allowed", nil))
-		return
-	}
-	body, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	r, done, ok := h.takeSlot(r)
+	})
 	defer done()
 	if !ok {
 		return

@@ -42,11 +42,16 @@ type ToolList struct {
 	Tools                   []ToolInfo     `json:"tools"`
 }
 
+// restOriginRefused is the REST endpoints' answer to a browser origin not allowed.
+func restOriginRefused(w http.ResponseWriter) {
+	writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
+}
+
 // serveToolList is GET /tools: every tool, in catalog order, whether or not this
 // caller may use it (allowed: its scopes and its role). Introspection is not a tool invocation and is not audited.
 func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 	if !h.originAllowed(r) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
+		restOriginRefused(w)
 		return
 	}
 	p, ok := h.authenticate(w, r, "", nil, nil, false)
@@ -94,15 +99,7 @@ func (h *handler) serveToolList(w http.ResponseWriter, r *http.Request) {
 // answer is the result with 200, or the error body with the code's HTTP status.
 func (h *handler) serveToolCall(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
-	if !h.originAllowed(r) {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "origin not allowed", "code": "forbidden"})
-		return
-	}
-	body, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	r, done, ok := h.takeSlot(r)
+	r, body, done, ok := h.admit(w, r, restOriginRefused)
 	defer done()
 	if !ok {
 		return

@@ -226,6 +226,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(rw, r)
 }
 
+// admit is what both call endpoints (POST /mcp, POST /tools/{name}) do before they
+// parse anything, in this order: the Origin check (refused in the endpoint's own
+// wire format by forbidden), the body, then the CPU slot, so that a refused or slow
+// request holds no slot. ok=false means the response is written or nobody waits for
+// one; done is to be deferred either way.
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, forbidden func(http.ResponseWriter)) (_ *http.Request, body []byte, done func(), ok bool) {
+	if !h.originAllowed(r) {
+		forbidden(w)
+		return r, nil, func() {}, false
+	}
+	body, ok = readBody(w, r)
+	if !ok {
+		return r, nil, func() {}, false
+	}
+	r, done, ok = h.takeSlot(r)
+	return r, body, done, ok
+}
+
 // takeSlot waits for the call's CPU slot (Config.CPUSlots) once its body is read:
 // a client slow to send its body holds no slot. ok=false means the client went away
 // while the call was queued; there is nobody to answer.

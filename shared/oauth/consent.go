@@ -216,12 +216,7 @@ func (q *request) consentPost() {
 		return
 	}
 	if !f.Allow {
-		ev.denied = apperr.PermissionDenied
-		if q.s.record(ctx, ev) != nil {
-			q.errorPage(http.StatusInternalServerError, "Something went wrong", "Your answer could not be recorded. Nothing was allowed.")
-			return
-		}
-		q.redirectError(p.RedirectURI, p.State, oerr(ErrAccessDenied, "the person denied access"))
+		q.denyConsent(ctx, ev, p, "the person denied access")
 		return
 	}
 	if !subset(f.Scopes, offered(p)) {
@@ -235,12 +230,7 @@ func (q *request) consentPost() {
 	}
 	granted := union(f.Scopes, existing.Scopes)
 	if len(granted) == 0 {
-		ev.denied = apperr.PermissionDenied
-		if q.s.record(ctx, ev) != nil {
-			q.errorPage(http.StatusInternalServerError, "Something went wrong", "Your answer could not be recorded. Nothing was allowed.")
-			return
-		}
-		q.redirectError(p.RedirectURI, p.State, oerr(ErrAccessDenied, "the person allowed no scope"))
+		q.denyConsent(ctx, ev, p, "the person allowed no scope")
 		return
 	}
 
@@ -294,4 +284,16 @@ func (q *request) revokeQuietly(id string) {
 	if _, err := q.s.cfg.Store.UpdateOAuthGrantRevoked(context.WithoutCancel(q.ctx()), id, q.s.now().UTC()); err != nil {
 		q.s.log.ErrorContext(q.ctx(), "oauth: revoking an unissued grant failed", "grant_id", id, "err", err)
 	}
+}
+
+// denyConsent answers a consent that allows nothing: the denial is recorded first,
+// and the client gets access_denied (why) only once it is; a denial that cannot be
+// recorded is an error page, and still allows nothing.
+func (q *request) denyConsent(ctx context.Context, ev event, p store.OAuthPending, why string) {
+	ev.denied = apperr.PermissionDenied
+	if q.s.record(ctx, ev) != nil {
+		q.errorPage(http.StatusInternalServerError, "Something went wrong", "Your answer could not be recorded. Nothing was allowed.")
+		return
+	}
+	q.redirectError(p.RedirectURI, p.State, oerr(ErrAccessDenied, why))
 }

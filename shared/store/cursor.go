@@ -126,8 +126,12 @@ func (p IssuePos) Before(is Issue) bool {
 	return u < p.U || (u == p.U && is.ID < p.I)
 }
 
-// IssuePosOf is the position after is, for the next page's cursor.
-func IssuePosOf(is Issue) IssuePos { return IssuePos{U: is.UpdatedAt.UnixNano(), I: is.ID} }
+// NextIssueCursor is the cursor of the page after issues (a non-empty page in list
+// order) for the query of fingerprint fp: it resumes after the page's last issue.
+func NextIssueCursor(fp string, issues []Issue) (string, error) {
+	last := issues[len(issues)-1]
+	return EncodeCursor(fp, IssuePos{U: last.UpdatedAt.UnixNano(), I: last.ID})
+}
 
 // DecodeIssuePos returns the position cursor names for the query of fingerprint fp,
 // nil for the first page (no cursor); a cursor without an id is malformed.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -127,6 +128,19 @@ type OAuthGrant struct {
 	RevokedAt      *time.Time `json:"revoked_at,omitempty"`
 }
 
+// UseTimes returns a new client's or grant's CreatedAt and LastUsedAt, in UTC:
+// CreatedAt defaults to now, and LastUsedAt to CreatedAt (a record is used when it
+// is made).
+func UseTimes(now, createdAt, lastUsedAt time.Time) (time.Time, time.Time) {
+	if createdAt.IsZero() {
+		createdAt = now
+	}
+	if lastUsedAt.IsZero() {
+		lastUsedAt = createdAt
+	}
+	return createdAt.UTC(), lastUsedAt.UTC()
+}
+
 // OAuthRotation is one refresh: the current refresh token is replaced, the access
 // token issued with it recorded, and the scopes possibly narrowed.
 type OAuthRotation struct {
@@ -139,6 +153,46 @@ type OAuthRotation struct {
 	DropTokenIDs []string
 	At           time.Time
 	ExpiresAt    time.Time // the grant's new expiry
+}
+
+// Check refuses a rotation that names no grant or no new refresh hash, or that
+// keeps the refresh hash it replaces.
+func (r OAuthRotation) Check() error {
+	if r.GrantID == "" || r.NewRefreshHash == "" {
+		return Invalid("rotation needs a grant id and a new refresh hash")
+	}
+	if r.NewRefreshHash == r.OldRefreshHash {
+		return Invalid("rotation must change the refresh hash")
+	}
+	return nil
+}
+
+// Apply returns g as the rotation leaves it, or conflict when g is revoked or
+// r.OldRefreshHash is no longer its current hash. Every backend applies a rotation
+// through it, inside its own atomic check-and-write: empty r.Scopes keeps the
+// grant's scopes, a zero r.ExpiresAt its expiry, and an empty r.AccessTokenID adds
+// no token. g's slices are not modified.
+func (r OAuthRotation) Apply(g OAuthGrant) (OAuthGrant, error) {
+	if g.RevokedAt != nil {
+		return OAuthGrant{}, Errorf(ErrConflict, "grant is revoked")
+	}
+	if g.RefreshHash != r.OldRefreshHash {
+		return OAuthGrant{}, Errorf(ErrConflict, "refresh token is no longer current")
+	}
+	if len(r.Scopes) > 0 {
+		g.Scopes = slices.Clone(r.Scopes)
+	}
+	g.AccessTokenIDs = slices.DeleteFunc(slices.Clone(g.AccessTokenIDs), func(id string) bool {
+		return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
+	})
+	if r.AccessTokenID != "" {
+		g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
+	}
+	if !r.ExpiresAt.IsZero() {
+		g.ExpiresAt = r.ExpiresAt.UTC()
+	}
+	g.RefreshHash, g.LastUsedAt = r.NewRefreshHash, r.At
+	return g, nil
 }
 
 // OAuthPolicy says which clients may connect. Mode "any" (the default) lets every

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/bench/report"
+	"github.com/aacworkflow/aacmcp/test/emulator"
 )
 
 type options struct {
@@ -84,7 +85,7 @@ func (b *bench) enabled(s string) bool { return len(b.opt.only) == 0 || slices.C
 
 func run(ctx context.Context, o options, log *slog.Logger) error {
 	start := time.Now()
-	root, err := repoRoot()
+	root, err := emulator.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -104,19 +104,11 @@ func buildJWT(cfg lambdaenv.Config, d Deps, tokens *dynamo.Store, log *slog.Logg
 		members = m
 	}
 	v, err := jwtaccess.New(jwtaccess.Config{
-		Issuer:         d.JWT.Issuer,
-		Audiences:      d.JWT.Audiences,
-		Clients:        d.JWT.Clients,
-		JWKSURL:        d.JWT.JWKSURL,
-		Algorithms:     d.JWT.Algorithms,
-		UserClaim:      d.JWT.UserClaim,
-		Workspace:      d.JWT.Workspace,
-		WorkspaceClaim: d.JWT.WorkspaceClaim,
-		RequireATJWT:   d.JWT.RequireATJWT,
-		Members:        members,
-		HTTPClient:     d.HTTPClient,
-		Now:            d.Now,
-		Logger:         log,
+		Settings:   d.JWT,
+		Members:    members,
+		HTTPClient: d.HTTPClient,
+		Now:        d.Now,
+		Logger:     log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("authorizerfn: %s: %w", lambdaenv.EnvJWTIssuer, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwtconf"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
 	"github.com/aacworkflow/aacmcp/shared/store"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
@@ -60,7 +61,7 @@ func TestHandleJWT(t *testing.T) {
 		return c
 	}
 	newJWT := func(t *testing.T) *jwtaccess.Verifier {
-		v, err := jwtaccess.New(jwtaccess.Config{Issuer: iss.URL, Audiences: []string{aud}, Members: st,
+		v, err := jwtaccess.New(jwtaccess.Config{Settings: jwtconf.Settings{Issuer: iss.URL, Audiences: []string{aud}}, Members: st,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +152,7 @@ func TestHandleJWT(t *testing.T) {
 	t.Run("issuer unreachable: 500, not a 401 the client would act on", func(t *testing.T) {
 		down := jwttest.NewIssuer(t)
 		k := down.AddRSA(t, "d1")
-		v, err := jwtaccess.New(jwtaccess.Config{Issuer: down.URL, Audiences: []string{aud}, Members: st,
+		v, err := jwtaccess.New(jwtaccess.Config{Settings: jwtconf.Settings{Issuer: down.URL, Audiences: []string{aud}}, Members: st,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -38,12 +38,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 	if err != nil {
 		return nil, log, err
 	}
-	var groups []string
-	for _, g := range strings.Split(getenv(EnvFunctionLogGroups), ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			groups = append(groups, g)
-		}
-	}
+	groups := lambdaenv.SplitList(getenv(EnvFunctionLogGroups))
 	awsCfg, err := lambdaenv.AWSConfig()
 	if err != nil {
 		return nil, log, err

@@ -46,6 +46,7 @@ import (
 
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwtconf"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
 
@@ -96,33 +97,9 @@ type Members interface {
 
 // Config configures a Verifier.
 type Config struct {
-	// Issuer is the exact iss value, such as https://login.example.com/oauth2/default.
-	Issuer string
-	// Audiences: aud must contain one of them. A token for another resource of
-	// the same issuer must not work here (RFC 9068 section 4), so this is
-	// required unless Clients is set.
-	Audiences []string
-	// Clients, when set, are the only client_id (or azp) values accepted. With
-	// Clients and no Audiences, aud is not checked: that is for issuers whose
-	// access tokens carry no aud, such as Amazon Cognito, where an app client
-	// dedicated to this server stands in for the audience.
-	Clients []string
-	// JWKSURL skips discovery when set.
-	JWKSURL string
-	// Algorithms accepted ("RS256", "ES256", ...); empty means DefaultAlgorithms.
-	Algorithms []string
-	// UserClaim names the claim holding the person's e-mail, looked up among the
-	// members' e-mail addresses; "" means DefaultUserClaim.
-	UserClaim string
-	// A person may be a member of several workspaces. Workspace pins the one this
-	// issuer's tokens act in; WorkspaceClaim names a claim that says which. With
-	// neither, the person must be a member of exactly one workspace. At most one
-	// of the two may be set.
-	Workspace      string
-	WorkspaceClaim string
-	// RequireATJWT refuses tokens whose typ is not at+jwt (RFC 9068 section 4).
-	// Off by default: Entra ID, Cognito and Okta send typ JWT or none.
-	RequireATJWT bool
+	// Settings say which issuer's tokens are accepted and for whom: what an
+	// operator configures (lambdaenv reads them from the environment).
+	jwtconf.Settings
 	// ClockSkew is the leeway on exp, nbf and iat; 0 means DefaultClockSkew, and
 	// it is capped at 5 minutes.
 	ClockSkew time.Duration

@@ -18,6 +18,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/apperr"
 	"github.com/aacworkflow/aacmcp/shared/auth"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess"
+	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwtconf"
 	"github.com/aacworkflow/aacmcp/shared/auth/jwtaccess/jwttest"
 	"github.com/aacworkflow/aacmcp/shared/store"
 )
@@ -53,10 +54,9 @@ func (c *clock) Add(d time.Duration) {
 func newVerifier(t testing.TB, iss *jwttest.Issuer, clk *clock, mod func(*jwtaccess.Config)) *jwtaccess.Verifier {
 	t.Helper()
 	cfg := jwtaccess.Config{
-		Issuer:    iss.URL,
-		Audiences: []string{resource},
-		Members:   dir,
-		Now:       clk.Now,
+		Settings: jwtconf.Settings{Issuer: iss.URL, Audiences: []string{resource}},
+		Members:  dir,
+		Now:      clk.Now,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -443,7 +443,7 @@ func TestDiscovery(t *testing.T) {
 
 func TestNewRefusesUnsafeConfig(t *testing.T) {
 	base := func() jwtaccess.Config {
-		return jwtaccess.Config{Issuer: "https://idp.example.com", Audiences: []string{resource}, Members: dir}
+		return jwtaccess.Config{Settings: jwtconf.Settings{Issuer: "https://idp.example.com", Audiences: []string{resource}}, Members: dir}
 	}
 	tests := []struct {
 		name string

@@ -211,20 +211,13 @@ func (s *Store) UpdateUsage(ctx context.Context, u store.UsageIncrement) error {
 	if err != nil {
 		return fail(op, err)
 	}
-	s.later(ctx, "clear a usage guard", func(ctx context.Context) error {
-		// The condition keeps an update from creating a key-only item (a row without
-		// date or tool) should the counter item be gone by now.
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			UpdateExpression:          aws.String("DELETE evs :evs"),
-			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: item{":evs": avSet(ev)},
-		})
-		if conditionFailed(err) {
-			return nil
-		}
-		return err
+	// The condition keeps an update from creating a key-only item (a row without
+	// date or tool) should the counter item be gone by now.
+	s.laterUpdate(ctx, "clear a usage guard", dynamodb.UpdateItemInput{
+		Key:                       k,
+		UpdateExpression:          aws.String("DELETE evs :evs"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: item{":evs": avSet(ev)},
 	}, "workspace_id", u.WorkspaceID, "date", u.Date, "tool", u.Tool, "event", ev)
 	return nil
 }
@@ -241,7 +234,7 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 	if checkWS(ws) != nil || t.Before(f) {
 		return rows, nil
 	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :a AND :b"),
 		ExpressionAttributeValues: item{
@@ -249,19 +242,11 @@ func (s *Store) ListUsage(ctx context.Context, ws, from, to string) ([]store.Usa
 			":pk": avS(usagePK(ws)), ":a": avS("DAY#" + from + "#"), ":b": avS("DAY#" + to + "$"),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, "ListUsage")
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range items {
+	}, "ListUsage", func(it item) (store.UsageRow, error) {
 		d := decoder{it: it}
 		r := store.UsageRow{Date: d.str("date"), Tool: d.str("tool"), Calls: d.num("calls"), Denied: d.num("denied"), Errors: d.num("errors")}
-		if d.err != nil {
-			return nil, fail("ListUsage", d.err)
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+		return r, d.err
+	})
 }
 
 func checkIdemKey(k store.IdempotencyKey) bool {
@@ -361,8 +346,8 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 	if !checkIdemKey(rec.IdempotencyKey) {
 		return notFound("idempotency record")
 	}
-	if rec.CreatedAt.IsZero() {
-		return errZeroClaim()
+	if err := store.CheckClaimTime(rec.CreatedAt); err != nil {
+		return err
 	}
 	if rec.State == "" {
 		rec.State = store.IdemCompleted
@@ -390,8 +375,8 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, c
 	if !checkIdemKey(k) {
 		return nil
 	}
-	if createdAt.IsZero() {
-		return errZeroClaim()
+	if err := store.CheckClaimTime(createdAt); err != nil {
+		return err
 	}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
@@ -419,10 +404,6 @@ func (s *Store) notOurClaim(ctx context.Context, k store.IdempotencyKey, ifNone 
 	default:
 		return err
 	}
-}
-
-func errZeroClaim() error {
-	return store.Invalid("an idempotency claim is named by its created_at, which is zero")
 }
 
 // UpdateRateCounter implements store.Writer with one ADD. Unlike the other counters it

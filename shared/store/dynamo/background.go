@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Background work: writes made after a method has answered, so that no caller waits
@@ -93,6 +96,35 @@ func (s *Store) later(ctx context.Context, what string, task func(ctx context.Co
 		defer s.bg.done()
 		s.runTask(context.WithValue(ctx, backgroundKey{}, true), what, task, args)
 	}()
+}
+
+// laterUpdate and laterDelete run one conditional write of the store's table as a
+// task (see later). The condition names the state the write cleans up, so a failed
+// condition means there is nothing left to clean (the item is gone, or a resent
+// request already did it): the task is done, not failed.
+func (s *Store) laterUpdate(ctx context.Context, what string, in dynamodb.UpdateItemInput, args ...any) {
+	in.TableName = aws.String(s.table)
+	s.later(ctx, what, func(ctx context.Context) error {
+		in := in
+		_, err := s.db.UpdateItem(ctx, &in)
+		return unlessConditionFailed(err)
+	}, args...)
+}
+
+func (s *Store) laterDelete(ctx context.Context, what string, in dynamodb.DeleteItemInput, args ...any) {
+	in.TableName = aws.String(s.table)
+	s.later(ctx, what, func(ctx context.Context) error {
+		in := in
+		_, err := s.db.DeleteItem(ctx, &in)
+		return unlessConditionFailed(err)
+	}, args...)
+}
+
+func unlessConditionFailed(err error) error {
+	if conditionFailed(err) {
+		return nil
+	}
+	return err
 }
 
 type backgroundKey struct{}

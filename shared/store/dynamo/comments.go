@@ -106,19 +106,12 @@ func (s *Store) CreateComment(ctx context.Context, ws, issueIDOrKey string, in s
 // comment first, one round trip more. The condition keeps it to the lookup this call
 // wrote.
 func (s *Store) markCommentComplete(ctx context.Context, ws, commentID, n string) {
-	s.later(ctx, "mark a comment's lookup complete", func(ctx context.Context) error {
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       key(commentRefPK(ws, commentID), skMeta),
-			UpdateExpression:          aws.String("SET #done = :t"),
-			ConditionExpression:       aws.String("nonce = :n"),
-			ExpressionAttributeNames:  map[string]string{"#done": refComplete},
-			ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}, ":n": avS(n)},
-		})
-		if conditionFailed(err) {
-			return nil
-		}
-		return err
+	s.laterUpdate(ctx, "mark a comment's lookup complete", dynamodb.UpdateItemInput{
+		Key:                       key(commentRefPK(ws, commentID), skMeta),
+		UpdateExpression:          aws.String("SET #done = :t"),
+		ConditionExpression:       aws.String("nonce = :n"),
+		ExpressionAttributeNames:  map[string]string{"#done": refComplete},
+		ExpressionAttributeValues: item{":t": &types.AttributeValueMemberBOOL{Value: true}, ":n": avS(n)},
 	}, "comment", commentID)
 }
 
@@ -164,18 +157,11 @@ func (s *Store) countComment(ctx context.Context, ws, issueID, opID string, delt
 // issue item, so it is logged, not returned. The condition keeps the update from
 // recreating an issue deleted meanwhile.
 func (s *Store) clearCountOp(ctx context.Context, ws, issueID, opID string) {
-	s.later(ctx, "clear a comment_count guard", func(ctx context.Context) error {
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       key(issuePK(ws, issueID), skMeta),
-			UpdateExpression:          aws.String("DELETE cc_ops :ops"),
-			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: item{":ops": avSet(opID)},
-		})
-		if conditionFailed(err) {
-			return nil
-		}
-		return err
+	s.laterUpdate(ctx, "clear a comment_count guard", dynamodb.UpdateItemInput{
+		Key:                       key(issuePK(ws, issueID), skMeta),
+		UpdateExpression:          aws.String("DELETE cc_ops :ops"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: item{":ops": avSet(opID)},
 	}, "issue", issueID, "op", opID)
 }
 

@@ -478,6 +478,24 @@ func (s *Store) batchDelete(ctx context.Context, keys []item, op string) error {
 
 // queryAll runs a query to its end, following LastEvaluatedKey. For small lists only
 // (agents, tokens, a workspace's usage span).
+// queryDecoded is queryAll with every item decoded: a malformed item fails the whole
+// list (as op), and a query that matches nothing gives an empty list, not nil.
+func queryDecoded[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, op string, decode func(item) (T, error)) ([]T, error) {
+	items, err := s.queryAll(ctx, in, op)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		v, err := decode(it)
+		if err != nil {
+			return nil, fail(op, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func (s *Store) queryAll(ctx context.Context, in *dynamodb.QueryInput, op string) ([]item, error) {
 	var items []item
 	for {

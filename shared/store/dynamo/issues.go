@@ -613,17 +613,10 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 	if err := errors.Join(errs...); err != nil {
 		return store.DeleteResult{}, err
 	}
-	s.later(ctx, "delete an issue's key item", func(ctx context.Context) error {
-		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       key(issueKeyPK(ws, is.Key), skMeta),
-			ConditionExpression:       aws.String("issue_id = :id"),
-			ExpressionAttributeValues: item{":id": avS(is.ID)},
-		})
-		if conditionFailed(err) {
-			return nil
-		}
-		return err
+	s.laterDelete(ctx, "delete an issue's key item", dynamodb.DeleteItemInput{
+		Key:                       key(issueKeyPK(ws, is.Key), skMeta),
+		ConditionExpression:       aws.String("issue_id = :id"),
+		ExpressionAttributeValues: item{":id": avS(is.ID)},
 	}, "issue", is.ID, "key", is.Key)
 	res.Replay = false
 	return res, nil

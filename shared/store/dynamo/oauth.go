@@ -102,10 +102,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	if !validPart(c.ClientID) {
 		return store.Invalid("client id is required and must not contain '#'")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	n := nonce()
 	it := encodeClient(c)
 	it["nonce"] = avS(n)
@@ -205,26 +202,14 @@ func (s *Store) DeleteOAuthClient(ctx context.Context, clientID string) error {
 // a client registered a moment ago may be missing (this list is for the admin CLI).
 func (s *Store) ListOAuthClients(ctx context.Context) ([]store.OAuthClient, error) {
 	const op = "ListOAuthClients"
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(indexGSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
 		FilterExpression:          aws.String("last_used_at > :cut"),
 		ExpressionAttributeValues: item{":pk": avS(oauthClientsGSI), ":cut": s.lapseCutoff()},
 		ScanIndexForward:          aws.Bool(false),
-	}, op)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.OAuthClient, 0, len(items))
-	for _, it := range items {
-		c, err := decodeClient(it)
-		if err != nil {
-			return nil, fail(op, err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	}, op, decodeClient)
 }
 
 // ---- pending authorizations ----
@@ -387,17 +372,11 @@ func (s *Store) DeleteOAuthPending(ctx context.Context, id string) error {
 	if err != nil {
 		return fail(op, err)
 	}
-	s.later(ctx, "delete a consumed pending authorization", func(ctx context.Context) error {
-		_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       k,
-			ConditionExpression:       aws.String("consumed_by = :n"),
-			ExpressionAttributeValues: item{":n": avS(n)},
-		})
-		if conditionFailed(err) { // a resent delete finds the item gone
-			return nil
-		}
-		return err
+	// A resent delete finds the item gone: its condition fails.
+	s.laterDelete(ctx, "delete a consumed pending authorization", dynamodb.DeleteItemInput{
+		Key:                       k,
+		ConditionExpression:       aws.String("consumed_by = :n"),
+		ExpressionAttributeValues: item{":n": avS(n)},
 	}, "pending_id", id)
 	return nil
 }

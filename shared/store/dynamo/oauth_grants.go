@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -160,10 +159,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if err := checkGrant(g); err != nil {
 		return err
 	}
-	g.CreatedAt = s.orNow(g.CreatedAt)
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
 	g.ExpiresAt = g.ExpiresAt.UTC()
 	n := nonce()
 	if g.RefreshHash != "" {
@@ -258,8 +254,8 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 	if !validPart(r.GrantID) || !validPart(r.NewRefreshHash) || (r.OldRefreshHash != "" && !validPart(r.OldRefreshHash)) {
 		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash, without '#'")
 	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	cur, listUntil, err := s.getGrant(ctx, r.GrantID, op)
@@ -269,26 +265,10 @@ func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotatio
 	if cur == nil {
 		return store.OAuthGrant{}, notFound("grant")
 	}
-	if cur.RevokedAt != nil {
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
+	g, err := r.Apply(*cur)
+	if err != nil {
+		return store.OAuthGrant{}, err
 	}
-	if cur.RefreshHash != r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
-	}
-	g := *cur
-	if len(r.Scopes) > 0 {
-		g.Scopes = slices.Clone(r.Scopes)
-	}
-	g.AccessTokenIDs = slices.DeleteFunc(slices.Clone(g.AccessTokenIDs), func(id string) bool {
-		return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-	})
-	if r.AccessTokenID != "" {
-		g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-	}
-	if !r.ExpiresAt.IsZero() {
-		g.ExpiresAt = r.ExpiresAt.UTC()
-	}
-	g.RefreshHash, g.LastUsedAt = r.NewRefreshHash, r.At
 
 	n := nonce()
 	if err := s.putRefresh(ctx, r.NewRefreshHash, g, g.ExpiresAt, n, op); err != nil { // (1)
@@ -435,18 +415,10 @@ func (s *Store) ListOAuthGrants(ctx context.Context, ws, user string) ([]store.O
 			in.FilterExpression = aws.String("expires_at > :now AND workspace_id = :ws")
 			in.ExpressionAttributeValues[":ws"] = avS(ws)
 		}
-		items, err := s.queryAll(ctx, in, op)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
+		return queryDecoded(ctx, s, in, op, func(it item) (store.OAuthGrant, error) {
 			g, _, err := decodeGrant(it)
-			if err != nil {
-				return nil, fail(op, err)
-			}
-			out = append(out, g)
-		}
-		return out, nil
+			return g, err
+		})
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),

@@ -114,24 +114,13 @@ func (s *Store) ListTokens(ctx context.Context, ws string) ([]auth.TokenRecord, 
 		if checkWS(ws) != nil {
 			return out, nil
 		}
-		items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+		return queryDecoded(ctx, s, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.tokensTable),
 			IndexName:                 aws.String(indexGSI1),
 			KeyConditionExpression:    aws.String("GSI1PK = :pk"),
 			ExpressionAttributeValues: item{":pk": avS(tokenListPK(ws))},
 			ScanIndexForward:          aws.Bool(false),
-		}, op)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			t, err := decodeToken(it)
-			if err != nil {
-				return nil, fail(op, err)
-			}
-			out = append(out, t)
-		}
-		return out, nil
+		}, op, decodeToken)
 	}
 	ids, err := s.queryAll(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.tokensTable),

@@ -39,9 +39,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.W
 	if !validPart(w.ID) {
 		return store.Workspace{}, store.Invalid("workspace id is required and must not contain '#'")
 	}
-	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, store.Invalid(
-			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
+	if err := store.CheckWorkspace(w); err != nil {
+		return store.Workspace{}, err
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
 	n := nonce()
@@ -131,26 +130,14 @@ func listInWorkspace[T any](ctx context.Context, s *Store, ws, prefix, op string
 	if err := checkWS(ws); err != nil {
 		return []T{}, nil
 	}
-	items, err := s.queryAll(ctx, &dynamodb.QueryInput{
+	return queryDecoded(ctx, s, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :p)"),
 		ExpressionAttributeValues: item{
 			":pk": avS(wsPK(ws)), ":p": avS(prefix),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, op)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		v, err := decode(ws, it)
-		if err != nil {
-			return nil, fail(op, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	}, op, func(it item) (T, error) { return decode(ws, it) })
 }
 
 // CreateAgent implements store.Writer: it creates or replaces (the name); a replaced

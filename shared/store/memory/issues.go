@@ -190,8 +190,7 @@ func (s *Store) ListIssues(_ context.Context, ws string, f store.IssueFilter) (s
 	}
 	s.mu.Unlock()
 	if len(all) > limit {
-		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
+		c, err := store.NextIssueCursor(fp, page.Issues)
 		if err != nil {
 			return store.IssuePage{}, err
 		}
@@ -343,23 +342,6 @@ func (s *Store) DeleteComment(_ context.Context, ws, commentID string, allow sto
 
 // ---- idempotency ----
 
-func validIdemKey(k store.IdempotencyKey) error {
-	if k.WorkspaceID == "" || k.Tool == "" || k.KeyHash == "" {
-		return store.Invalid("idempotency key needs workspace, tool and key hash")
-	}
-	return nil
-}
-
-func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
-	if err := validIdemKey(k); err != nil {
-		return err
-	}
-	if createdAt.IsZero() {
-		return store.Invalid("an idempotency claim is named by its created_at, which is zero")
-	}
-	return nil
-}
-
 func errNotOurClaim() error {
 	return store.Errorf(store.ErrConflict, "idempotency key no longer holds this call's claim")
 }
@@ -371,7 +353,7 @@ func cloneIdem(r store.IdempotencyRecord) store.IdempotencyRecord {
 }
 
 func (s *Store) GetIdempotency(_ context.Context, k store.IdempotencyKey) (store.IdempotencyRecord, error) {
-	if err := validIdemKey(k); err != nil {
+	if err := k.Check(); err != nil {
 		return store.IdempotencyRecord{}, err
 	}
 	s.mu.Lock()
@@ -384,7 +366,7 @@ func (s *Store) GetIdempotency(_ context.Context, k store.IdempotencyKey) (store
 }
 
 func (s *Store) CreateIdempotency(_ context.Context, rec store.IdempotencyRecord) error {
-	if err := validIdemKey(rec.IdempotencyKey); err != nil {
+	if err := rec.IdempotencyKey.Check(); err != nil {
 		return err
 	}
 	rec.CreatedAt = s.orNow(rec.CreatedAt)
@@ -425,7 +407,7 @@ func (s *Store) ownClaim(k store.IdempotencyKey, createdAt time.Time, liveOnly b
 }
 
 func (s *Store) UpdateIdempotency(_ context.Context, rec store.IdempotencyRecord) error {
-	if err := validClaim(rec.IdempotencyKey, rec.CreatedAt); err != nil {
+	if err := store.CheckClaim(rec.IdempotencyKey, rec.CreatedAt); err != nil {
 		return err
 	}
 	if rec.State == "" {
@@ -446,7 +428,7 @@ func (s *Store) UpdateIdempotency(_ context.Context, rec store.IdempotencyRecord
 }
 
 func (s *Store) DeleteIdempotency(_ context.Context, k store.IdempotencyKey, createdAt time.Time) error {
-	if err := validClaim(k, createdAt); err != nil {
+	if err := store.CheckClaim(k, createdAt); err != nil {
 		return err
 	}
 	s.mu.Lock()

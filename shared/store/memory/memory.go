@@ -136,12 +136,8 @@ func (s *Store) GetWorkspace(_ context.Context, ws string) (store.Workspace, err
 }
 
 func (s *Store) CreateWorkspace(_ context.Context, w store.Workspace) (store.Workspace, error) {
-	if w.ID == "" {
-		return store.Workspace{}, store.Invalid("workspace id is required")
-	}
-	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, store.Invalid(
-			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
+	if err := store.CheckWorkspace(w); err != nil {
+		return store.Workspace{}, err
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
 	s.mu.Lock()

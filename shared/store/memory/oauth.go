@@ -86,26 +86,18 @@ func (s *Store) CreateOAuthClient(_ context.Context, c store.OAuthClient) error 
 	if c.ClientID == "" {
 		return store.Invalid("client id is required")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
-	c.LastUsedAt = c.LastUsedAt.UTC()
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.oauth.clients[c.ClientID]; ok && s.clientLive(old) {
-		return store.Errorf(store.ErrAlreadyExists, "client already exists")
-	}
-	s.oauth.clients[c.ClientID] = copyClient(c)
-	return nil
+	return putNew(s.oauth.clients, c.ClientID, copyClient(c), s.clientLive, "client")
 }
 
 // GetOAuthClient implements store.OAuthStore; a lapsed client is not_found.
 func (s *Store) GetOAuthClient(_ context.Context, clientID string) (store.OAuthClient, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.oauth.clients[clientID]
-	if !ok || !s.clientLive(c) {
+	c, ok := liveIn(s.oauth.clients, clientID, s.clientLive)
+	if !ok {
 		return store.OAuthClient{}, notFound("client")
 	}
 	return copyClient(c), nil
@@ -116,8 +108,8 @@ func (s *Store) UpdateOAuthClientUsed(_ context.Context, clientID string, at tim
 	at = s.orNow(at)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.oauth.clients[clientID]
-	if !ok || !s.clientLive(c) {
+	c, ok := liveIn(s.oauth.clients, clientID, s.clientLive)
+	if !ok {
 		return notFound("client")
 	}
 	if at.After(c.LastUsedAt) {
@@ -132,8 +124,8 @@ func (s *Store) UpdateOAuthClientUsed(_ context.Context, clientID string, at tim
 func (s *Store) DeleteOAuthClient(_ context.Context, clientID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.oauth.clients[clientID]
-	if !ok || !s.clientLive(c) {
+	_, ok := liveIn(s.oauth.clients, clientID, s.clientLive)
+	if !ok {
 		return notFound("client")
 	}
 	delete(s.oauth.clients, clientID)
@@ -160,6 +152,30 @@ func (s *Store) ListOAuthClients(context.Context) ([]store.OAuthClient, error) {
 
 func (s *Store) live(expires time.Time) bool { return expires.After(s.now()) }
 
+func (s *Store) pendingLive(p store.OAuthPending) bool { return s.live(p.ExpiresAt) }
+func (s *Store) codeLive(c store.OAuthCode) bool       { return s.live(c.ExpiresAt) }
+func (s *Store) grantLive(g store.OAuthGrant) bool     { return s.live(g.ExpiresAt) }
+
+// A record in the OAuth maps counts only while live says so (a client until it
+// lapses, the others until they expire): one that is not is absent, though still in
+// the map, and its key may be taken again.
+
+// liveIn returns m's record under k if it is live.
+func liveIn[T any](m map[string]T, k string, live func(T) bool) (T, bool) {
+	v, ok := m[k]
+	return v, ok && live(v)
+}
+
+// putNew stores v under k unless a live record holds k (already_exists: "<what>
+// already exists").
+func putNew[T any](m map[string]T, k string, v T, live func(T) bool, what string) error {
+	if _, ok := liveIn(m, k, live); ok {
+		return store.Errorf(store.ErrAlreadyExists, "%s already exists", what)
+	}
+	m[k] = v
+	return nil
+}
+
 func (s *Store) checkPending(p *store.OAuthPending) error {
 	if p.ID == "" {
 		return store.Invalid("pending authorization id is required")
@@ -178,19 +194,15 @@ func (s *Store) CreateOAuthPending(_ context.Context, p store.OAuthPending) erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.oauth.pending[p.ID]; ok && s.live(old.ExpiresAt) {
-		return store.Errorf(store.ErrAlreadyExists, "pending authorization already exists")
-	}
-	s.oauth.pending[p.ID] = copyPending(p)
-	return nil
+	return putNew(s.oauth.pending, p.ID, copyPending(p), s.pendingLive, "pending authorization")
 }
 
 // GetOAuthPending implements store.OAuthStore.
 func (s *Store) GetOAuthPending(_ context.Context, id string) (store.OAuthPending, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.oauth.pending[id]
-	if !ok || !s.live(p.ExpiresAt) {
+	p, ok := liveIn(s.oauth.pending, id, s.pendingLive)
+	if !ok {
 		return store.OAuthPending{}, notFound("pending authorization")
 	}
 	return copyPending(p), nil
@@ -203,7 +215,7 @@ func (s *Store) UpdateOAuthPending(_ context.Context, p store.OAuthPending) erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.oauth.pending[p.ID]; !ok || !s.live(old.ExpiresAt) {
+	if _, ok := liveIn(s.oauth.pending, p.ID, s.pendingLive); !ok {
 		return notFound("pending authorization")
 	}
 	s.oauth.pending[p.ID] = copyPending(p)
@@ -215,8 +227,8 @@ func (s *Store) UpdateOAuthPending(_ context.Context, p store.OAuthPending) erro
 func (s *Store) DeleteOAuthPending(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.oauth.pending[id]
-	if !ok || !s.live(p.ExpiresAt) {
+	_, ok := liveIn(s.oauth.pending, id, s.pendingLive)
+	if !ok {
 		return notFound("pending authorization")
 	}
 	delete(s.oauth.pending, id)
@@ -233,11 +245,7 @@ func (s *Store) CreateOAuthCode(_ context.Context, c store.OAuthCode) error {
 	c.CreatedAt, c.ExpiresAt = s.orNow(c.CreatedAt), c.ExpiresAt.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.oauth.codes[c.Hash]; ok && s.live(old.ExpiresAt) {
-		return store.Errorf(store.ErrAlreadyExists, "authorization code already exists")
-	}
-	s.oauth.codes[c.Hash] = copyCode(c)
-	return nil
+	return putNew(s.oauth.codes, c.Hash, copyCode(c), s.codeLive, "authorization code")
 }
 
 // ConsumeOAuthCode implements store.OAuthStore: under the one lock, exactly one of
@@ -246,8 +254,8 @@ func (s *Store) ConsumeOAuthCode(_ context.Context, hash string, at time.Time) (
 	at = s.orNow(at)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.oauth.codes[hash]
-	if !ok || !s.live(c.ExpiresAt) {
+	c, ok := liveIn(s.oauth.codes, hash, s.codeLive)
+	if !ok {
 		return store.OAuthCode{}, notFound("authorization code")
 	}
 	out := copyCode(c)
@@ -292,7 +300,7 @@ func (s *Store) CreateOAuthAssertion(_ context.Context, hash string, expiresAt t
 // except; "" for none.
 func (s *Store) refreshHolder(h, except string) string {
 	for id, g := range s.oauth.grants {
-		if id != except && g.RefreshHash == h && s.live(g.ExpiresAt) {
+		if id != except && g.RefreshHash == h && s.grantLive(g) {
 			return id
 		}
 	}
@@ -305,13 +313,11 @@ func (s *Store) CreateOAuthGrant(_ context.Context, g store.OAuthGrant) error {
 	if g.ID == "" || g.ExpiresAt.IsZero() {
 		return store.Invalid("grant needs an id and an expiry")
 	}
-	g.CreatedAt, g.ExpiresAt = s.orNow(g.CreatedAt), g.ExpiresAt.UTC()
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
+	g.ExpiresAt = g.ExpiresAt.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.oauth.grants[g.ID]; ok && s.live(old.ExpiresAt) {
+	if _, ok := s.liveGrant(g.ID); ok {
 		return store.Errorf(store.ErrAlreadyExists, "grant already exists")
 	}
 	if g.RefreshHash != "" && s.refreshHolder(g.RefreshHash, g.ID) != "" {
@@ -341,8 +347,7 @@ func (s *Store) GetOAuthGrant(_ context.Context, id string) (store.OAuthGrant, e
 }
 
 func (s *Store) liveGrant(id string) (store.OAuthGrant, bool) {
-	g, ok := s.oauth.grants[id]
-	return g, ok && s.live(g.ExpiresAt)
+	return liveIn(s.oauth.grants, id, s.grantLive)
 }
 
 // GetOAuthGrantByRefresh implements store.OAuthStore.
@@ -363,28 +368,23 @@ func (s *Store) GetOAuthGrantByRefresh(_ context.Context, refreshHash string) (s
 	return store.OAuthGrant{}, false, notFound("grant")
 }
 
-// UpdateOAuthGrantRotate implements store.OAuthStore. Empty r.Scopes keeps the
-// grant's scopes, a zero r.ExpiresAt its expiry, and an empty r.AccessTokenID adds
-// no token. The check and the write share the one lock, so of concurrent rotations
+// UpdateOAuthGrantRotate implements store.OAuthStore (store.OAuthRotation.Apply
+// says what a rotation changes). The check and the write share the one lock, so of concurrent rotations
 // from the same hash exactly one wins.
 func (s *Store) UpdateOAuthGrantRotate(_ context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
-	if r.GrantID == "" || r.NewRefreshHash == "" {
-		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash")
-	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.liveGrant(r.GrantID)
-	switch {
-	case !ok:
+	cur, ok := s.liveGrant(r.GrantID)
+	if !ok {
 		return store.OAuthGrant{}, notFound("grant")
-	case g.RevokedAt != nil:
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "grant is revoked")
-	case g.RefreshHash != r.OldRefreshHash:
-		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token is no longer current")
+	}
+	g, err := r.Apply(copyGrant(cur))
+	if err != nil {
+		return store.OAuthGrant{}, err
 	}
 	if _, ok := s.oauth.rotated[r.OldRefreshHash]; ok && r.OldRefreshHash != "" {
 		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token was rotated already")
@@ -396,20 +396,6 @@ func (s *Store) UpdateOAuthGrantRotate(_ context.Context, r store.OAuthRotation)
 	if _, ok := s.oauth.rotated[r.NewRefreshHash]; ok {
 		return store.OAuthGrant{}, store.Errorf(store.ErrConflict, "refresh token was rotated already")
 	}
-	g = copyGrant(g)
-	if len(r.Scopes) > 0 {
-		g.Scopes = slices.Clone(r.Scopes)
-	}
-	g.AccessTokenIDs = slices.DeleteFunc(g.AccessTokenIDs, func(id string) bool {
-		return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-	})
-	if r.AccessTokenID != "" {
-		g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-	}
-	if !r.ExpiresAt.IsZero() {
-		g.ExpiresAt = r.ExpiresAt.UTC()
-	}
-	g.RefreshHash, g.LastUsedAt = r.NewRefreshHash, r.At
 	if r.OldRefreshHash != "" {
 		s.oauth.rotated[r.OldRefreshHash] = g.ID
 	}
@@ -442,7 +428,7 @@ func (s *Store) ListOAuthGrants(_ context.Context, ws, user string) ([]store.OAu
 	defer s.mu.Unlock()
 	out := []store.OAuthGrant{}
 	for _, g := range s.oauth.grants {
-		if s.live(g.ExpiresAt) && (ws == "" || g.WorkspaceID == ws) && (user == "" || g.UserID == user) {
+		if s.grantLive(g) && (ws == "" || g.WorkspaceID == ws) && (user == "" || g.UserID == user) {
 			out = append(out, copyGrant(g))
 		}
 	}

@@ -178,19 +178,8 @@ func (s *Store) DeleteComment(ctx context.Context, ws, commentID string, allow s
 			ws, issueID); err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		if _, err := x.exec(`INSERT OR REPLACE INTO tombstones (workspace_id, id, kind, issue_seq, owner, deleted_at, expires_at)
-			VALUES (?, ?, 'comment', NULL, ?, ?, ?)`, ws, commentID, author, nanos(now), nanos(now.Add(TombstoneTTL))); err != nil {
-			return err
-		}
-		out = store.DeleteResult{Kind: "comment", ID: commentID, DeletedAt: now, Owner: author}
-		return nil
+		out, err = s.bury(x, ws, "comment", commentID, nil, author)
+		return err
 	})
-	if refused != nil {
-		return store.DeleteResult{}, refused
-	}
-	if err != nil {
-		return store.DeleteResult{}, err
-	}
-	return out, nil
+	return deleteAnswer(out, refused, err)
 }

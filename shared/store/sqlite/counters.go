@@ -158,16 +158,9 @@ func (s *Store) UpdateRateCounter(ctx context.Context, ws, key string, windowSta
 	return n, err
 }
 
-func validIdemKey(k store.IdempotencyKey) error {
-	if k.WorkspaceID == "" || k.Tool == "" || k.KeyHash == "" {
-		return store.Invalid("idempotency key needs workspace, tool and key hash")
-	}
-	return nil
-}
-
 // GetIdempotency implements store.Reader; an expired record is not_found.
 func (s *Store) GetIdempotency(ctx context.Context, k store.IdempotencyKey) (store.IdempotencyRecord, error) {
-	if err := validIdemKey(k); err != nil {
+	if err := k.Check(); err != nil {
 		return store.IdempotencyRecord{}, err
 	}
 	rec := store.IdempotencyRecord{IdempotencyKey: k}
@@ -192,7 +185,7 @@ func (s *Store) GetIdempotency(ctx context.Context, k store.IdempotencyKey) (sto
 // record the second finds the first one's claim and fails with conflict. Zero
 // CreatedAt and ExpiresAt default to now and now+IdempotencyTTL.
 func (s *Store) CreateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
-	if err := validIdemKey(rec.IdempotencyKey); err != nil {
+	if err := rec.IdempotencyKey.Check(); err != nil {
 		return err
 	}
 	rec.CreatedAt = s.orNow(rec.CreatedAt)
@@ -260,7 +253,7 @@ func (s *Store) keyHeld(ctx context.Context, k store.IdempotencyKey, supState st
 // an empty State means completed. The condition and the check that tells conflict
 // from not_found run in one write transaction, so nothing settles in between.
 func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
-	if err := validClaim(rec.IdempotencyKey, rec.CreatedAt); err != nil {
+	if err := store.CheckClaim(rec.IdempotencyKey, rec.CreatedAt); err != nil {
 		return err
 	}
 	if rec.State == "" {
@@ -287,7 +280,7 @@ func (s *Store) UpdateIdempotency(ctx context.Context, rec store.IdempotencyReco
 // is not an error: the claim is gone either way. An expired record of another call is
 // left for the purge, like any expired record.
 func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, createdAt time.Time) error {
-	if err := validClaim(k, createdAt); err != nil {
+	if err := store.CheckClaim(k, createdAt); err != nil {
 		return err
 	}
 	now := nanos(s.now())
@@ -297,19 +290,6 @@ func (s *Store) DeleteIdempotency(ctx context.Context, k store.IdempotencyKey, c
 			k.WorkspaceID, k.UserID, k.Tool, k.KeyHash, store.IdemPending, nanos(createdAt))
 		return claimWritten(x, res, err, k, now, nil)
 	})
-}
-
-// validClaim checks what names one claim to settle or release. A zero created_at
-// names none: CreateIdempotency stores a zero CreatedAt as the time of the claim, so
-// only the caller's own bug would send one.
-func validClaim(k store.IdempotencyKey, createdAt time.Time) error {
-	if err := validIdemKey(k); err != nil {
-		return err
-	}
-	if createdAt.IsZero() {
-		return store.Invalid("an idempotency claim is named by its created_at, which is zero")
-	}
-	return nil
 }
 
 // claimWritten is the outcome of a write conditioned on the key holding the caller's

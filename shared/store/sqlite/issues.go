@@ -322,21 +322,10 @@ func (s *Store) DeleteIssue(ctx context.Context, ws, idOrKey string, allow store
 		if _, err := x.exec(`DELETE FROM issues WHERE workspace_id = ? AND id = ?`, ws, cur.ID); err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		if _, err := x.exec(`INSERT OR REPLACE INTO tombstones (workspace_id, id, kind, issue_seq, owner, deleted_at, expires_at)
-			VALUES (?, ?, 'issue', ?, ?, ?, ?)`, ws, cur.ID, seq, cur.CreatedBy, nanos(now), nanos(now.Add(TombstoneTTL))); err != nil {
-			return err
-		}
-		out = store.DeleteResult{Kind: "issue", ID: cur.ID, DeletedAt: now, Owner: cur.CreatedBy}
-		return nil
+		out, err = s.bury(x, ws, "issue", cur.ID, seq, cur.CreatedBy)
+		return err
 	})
-	if refused != nil {
-		return store.DeleteResult{}, refused
-	}
-	if err != nil {
-		return store.DeleteResult{}, err
-	}
-	return out, nil
+	return deleteAnswer(out, refused, err)
 }
 
 // issueTombstone answers a repeated delete by id or key; not_found when nothing of
@@ -396,8 +385,7 @@ func (s *Store) ListIssues(ctx context.Context, ws string, f store.IssueFilter) 
 		return store.IssuePage{}, s.fail(err)
 	}
 	if more {
-		last := page.Issues[len(page.Issues)-1]
-		c, err := store.EncodeCursor(fp, store.IssuePosOf(last))
+		c, err := store.NextIssueCursor(fp, page.Issues)
 		if err != nil {
 			return store.IssuePage{}, err
 		}

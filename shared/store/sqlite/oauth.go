@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -81,10 +80,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) erro
 	if c.ClientID == "" {
 		return store.Invalid("client id is required")
 	}
-	c.CreatedAt = s.orNow(c.CreatedAt)
-	if c.LastUsedAt.IsZero() {
-		c.LastUsedAt = c.CreatedAt
-	}
+	c.CreatedAt, c.LastUsedAt = store.UseTimes(s.now(), c.CreatedAt, c.LastUsedAt)
 	redirects, err := stringsJSON(c.RedirectURIs)
 	if err != nil {
 		return err
@@ -286,10 +282,7 @@ func scanCode(r scanner) (store.OAuthCode, error) {
 		return store.OAuthCode{}, err
 	}
 	c.CreatedAt, c.ExpiresAt = fromNanos(created), fromNanos(expires)
-	if used.Valid {
-		at := fromNanos(used.Int64)
-		c.UsedAt = &at
-	}
+	c.UsedAt = fromNullNanos(used)
 	return c, nil
 }
 
@@ -303,10 +296,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c store.OAuthCode) error {
 	if err != nil {
 		return err
 	}
-	var used any
-	if c.UsedAt != nil {
-		used = nanos(*c.UsedAt)
-	}
+	used := nullNanos(c.UsedAt)
 	return s.writeUncached(ctx, func(x q) error {
 		res, err := x.exec(`INSERT OR REPLACE INTO oauth_codes (`+codeCols+`)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
@@ -383,10 +373,7 @@ func scanGrant(r scanner) (store.OAuthGrant, error) {
 		return store.OAuthGrant{}, err
 	}
 	g.CreatedAt, g.LastUsedAt, g.ExpiresAt = fromNanos(created), fromNanos(used), fromNanos(expires)
-	if revoked.Valid {
-		at := fromNanos(revoked.Int64)
-		g.RevokedAt = &at
-	}
+	g.RevokedAt = fromNullNanos(revoked)
 	return g, nil
 }
 
@@ -396,10 +383,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if g.ID == "" || g.ExpiresAt.IsZero() {
 		return store.Invalid("grant needs an id and an expiry")
 	}
-	g.CreatedAt = s.orNow(g.CreatedAt)
-	if g.LastUsedAt.IsZero() {
-		g.LastUsedAt = g.CreatedAt
-	}
+	g.CreatedAt, g.LastUsedAt = store.UseTimes(s.now(), g.CreatedAt, g.LastUsedAt)
 	scopes, err := stringsJSON(g.Scopes)
 	if err != nil {
 		return err
@@ -408,10 +392,7 @@ func (s *Store) CreateOAuthGrant(ctx context.Context, g store.OAuthGrant) error 
 	if err != nil {
 		return err
 	}
-	var revoked any
-	if g.RevokedAt != nil {
-		revoked = nanos(*g.RevokedAt)
-	}
+	revoked := nullNanos(g.RevokedAt)
 	return s.writeUncached(ctx, func(x q) error {
 		now := s.now().UnixNano()
 		var live bool
@@ -492,44 +473,24 @@ func prefixed(p, cols string) string {
 	return strings.Join(fields, ", ")
 }
 
-// UpdateOAuthGrantRotate implements store.OAuthStore. Empty r.Scopes keeps the
-// grant's scopes, a zero r.ExpiresAt its expiry, and an empty r.AccessTokenID adds
-// no token. The check and the write share one write transaction (they run one at a
+// UpdateOAuthGrantRotate implements store.OAuthStore (store.OAuthRotation.Apply
+// says what a rotation changes). The check and the write share one write transaction (they run one at a
 // time), so of concurrent rotations from the same hash exactly one wins.
 func (s *Store) UpdateOAuthGrantRotate(ctx context.Context, r store.OAuthRotation) (store.OAuthGrant, error) {
-	if r.GrantID == "" || r.NewRefreshHash == "" {
-		return store.OAuthGrant{}, store.Invalid("rotation needs a grant id and a new refresh hash")
-	}
-	if r.NewRefreshHash == r.OldRefreshHash {
-		return store.OAuthGrant{}, store.Invalid("rotation must change the refresh hash")
+	if err := r.Check(); err != nil {
+		return store.OAuthGrant{}, err
 	}
 	r.At = s.orNow(r.At)
 	var out store.OAuthGrant
 	err := s.writeUncached(ctx, func(x q) error {
-		g, err := s.getGrant(x, r.GrantID)
+		cur, err := s.getGrant(x, r.GrantID)
 		if err != nil {
 			return err
 		}
-		if g.RevokedAt != nil {
-			return store.Errorf(store.ErrConflict, "grant is revoked")
+		g, err := r.Apply(cur)
+		if err != nil {
+			return err
 		}
-		if g.RefreshHash != r.OldRefreshHash {
-			return store.Errorf(store.ErrConflict, "refresh token is no longer current")
-		}
-		if len(r.Scopes) > 0 {
-			g.Scopes = slices.Clone(r.Scopes)
-		}
-		g.AccessTokenIDs = slices.DeleteFunc(g.AccessTokenIDs, func(id string) bool {
-			return slices.Contains(r.DropTokenIDs, id) || id == r.AccessTokenID
-		})
-		if r.AccessTokenID != "" {
-			g.AccessTokenIDs = append(g.AccessTokenIDs, r.AccessTokenID)
-		}
-		if !r.ExpiresAt.IsZero() {
-			g.ExpiresAt = r.ExpiresAt.UTC()
-		}
-		g.RefreshHash = r.NewRefreshHash
-		g.LastUsedAt = r.At
 		scopes, err := stringsJSON(g.Scopes)
 		if err != nil {
 			return err

@@ -419,6 +419,23 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
+// A nullable time column (used_at, revoked_at) holds NULL for a nil time, its
+// nanoseconds otherwise.
+func nullNanos(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return nanos(*t)
+}
+
+func fromNullNanos(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
 // orNow returns t, or the store's clock when t is zero (callers may leave times unset).
 func (s *Store) orNow(t time.Time) time.Time {
 	if t.IsZero() {

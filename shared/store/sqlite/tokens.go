@@ -29,10 +29,7 @@ func scanToken(r scanner) (auth.TokenRecord, error) {
 		t.Scopes = []string{}
 	}
 	t.CreatedAt, t.ExpiresAt = fromNanos(created), fromNanos(expires)
-	if revoked.Valid {
-		at := fromNanos(revoked.Int64)
-		t.RevokedAt = &at
-	}
+	t.RevokedAt = fromNullNanos(revoked)
 	return t, nil
 }
 
@@ -49,10 +46,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.TokenRecord) error {
 		return err
 	}
 	created := s.orNow(t.CreatedAt)
-	var revoked any
-	if t.RevokedAt != nil {
-		revoked = nanos(*t.RevokedAt)
-	}
+	revoked := nullNanos(t.RevokedAt)
 	var expires int64 // zero stays zero: the verifier treats it as expired
 	if !t.ExpiresAt.IsZero() {
 		expires = nanos(t.ExpiresAt)

@@ -26,12 +26,8 @@ func (s *Store) GetWorkspace(ctx context.Context, ws string) (store.Workspace, e
 
 // CreateWorkspace implements store.Writer.
 func (s *Store) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Workspace, error) {
-	if w.ID == "" {
-		return store.Workspace{}, store.Invalid("workspace id is required")
-	}
-	if !store.ValidWorkspaceKey(w.Key) {
-		return store.Workspace{}, store.Invalid(
-			"workspace key must be 1-10 upper-case letters or digits, starting with a letter")
+	if err := store.CheckWorkspace(w); err != nil {
+		return store.Workspace{}, err
 	}
 	w.CreatedAt = s.orNow(w.CreatedAt)
 	err := s.write(ctx, func(x q) error {

@@ -110,7 +110,7 @@ upstream.`,
 	f.StringVar(&gf.functionURL, "function-url", "", "invoke URL of the MCP function (default: in process)")
 	f.StringVar(&gf.rateLimit, "rate-limit", g.env.envOr("AACMCP_RATE_LIMIT", lambdaenv.DefaultRateLimit), "the MCP function's calls per token and tool (env AACMCP_RATE_LIMIT)")
 	f.StringVar(&gf.authFailLimit, "auth-fail-limit", g.env.envOr("AACMCP_AUTH_FAIL_LIMIT", lambdaenv.DefaultAuthFailLimit), "the authorizer's failed attempts per source IP (env AACMCP_AUTH_FAIL_LIMIT)")
-	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
+	f.StringSliceVar(&gf.allowedOrigins, "allowed-origins", lambdaenv.SplitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp (env AACMCP_ALLOWED_ORIGINS)")
 	f.StringVar(&gf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addJWTFlags(c, g, &gf.jwt)
 	f.StringVar(&gf.stage, "stage", "", "serve under /STAGE like the default execute-api URL (default: at the root, like a custom domain)")
@@ -195,7 +195,7 @@ func (gf *gatewayFlags) check() (lambdaenv.Config, error) {
 		AllowedOrigins: gf.allowedOrigins,
 		// The MCP function advertises the external issuer, as lambdaenv.Load
 		// makes it do from AACMCP_JWT_ISSUER on AWS.
-		AuthorizationServers: withIssuer(nil, gf.jwt.issuer),
+		AuthorizationServers: withIssuer(nil, gf.jwt.Issuer),
 	}, nil
 }
 
@@ -283,8 +283,8 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 		if originVerify, err = newOriginSecret(); err != nil {
 			return err
 		}
-		if gf.jwt.issuer != "" && len(gf.jwt.audiences) == 0 && len(gf.jwt.clients) == 0 {
-			gf.jwt.audiences = []string{base + "/mcp"}
+		if gf.jwt.Issuer != "" && len(gf.jwt.Audiences) == 0 && len(gf.jwt.Clients) == 0 {
+			gf.jwt.Audiences = []string{base + "/mcp"}
 		}
 	} else {
 		base = apiBase
@@ -303,7 +303,7 @@ func runGateway(ctx context.Context, c *cobra.Command, g *globals, gf gatewayFla
 	if gf.authorizerURL != "" {
 		authorizer, authDesc = gateway.InvokeURL(gf.authorizerURL, &http.Client{Timeout: 30 * time.Second}), gf.authorizerURL
 	} else {
-		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName), JWT: gf.jwt.lambda()})
+		a, err := authorizerfn.Build(lcfg, authorizerfn.Deps{DB: ddb, Audit: sink, Stdout: metricsOut, Logger: log.With("function", authorizerfn.FunctionName), JWT: gf.jwt.Settings})
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/catalog"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
+	"github.com/aacworkflow/aacmcp/shared/lambdaenv"
 	"github.com/aacworkflow/aacmcp/shared/mcpserver"
 	"github.com/aacworkflow/aacmcp/shared/ratelimit"
 	"github.com/aacworkflow/aacmcp/shared/store/sqlite"
@@ -84,25 +85,15 @@ full-scope and a read-only token, and prints them with ready client command line
 	f.StringVar(&sf.webhook, "autopilot-webhook", g.env.getenv("AACMCP_AUTOPILOT_WEBHOOK"), "agent runner URL (https, or http on loopback); default: the outbox file (env AACMCP_AUTOPILOT_WEBHOOK)")
 	f.StringVar(&sf.webhookSecretFile, "autopilot-secret-file", "", "file holding the webhook's HMAC-SHA256 signing secret (required with --autopilot-webhook)")
 	f.StringVar(&sf.publicURL, "public-url", "", "externally visible base URL, such as https://mcp.example.com (default: from each request's Host)")
-	f.StringSliceVar(&sf.allowedOrigins, "allowed-origins", splitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp, comma-separated (env AACMCP_ALLOWED_ORIGINS)")
+	f.StringSliceVar(&sf.allowedOrigins, "allowed-origins", lambdaenv.SplitList(g.env.getenv("AACMCP_ALLOWED_ORIGINS")), "browser origins accepted on /mcp, comma-separated (env AACMCP_ALLOWED_ORIGINS)")
 	f.DurationVar(&sf.compactEvery, "compact-every", time.Hour, "compact closed audit hours into Parquet this often in the background (0: never)")
 	f.StringSliceVar(&sf.allowedHosts, "allowed-hosts", nil, `Host header values accepted, comma-separated; "*" for any (default: loopback only)`)
-	f.StringSliceVar(&sf.authServers, "authorization-servers", splitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
+	f.StringSliceVar(&sf.authServers, "authorization-servers", lambdaenv.SplitList(g.env.getenv("AACMCP_AUTHORIZATION_SERVERS")), "OAuth authorization servers advertised in the resource metadata (env AACMCP_AUTHORIZATION_SERVERS)")
 	f.IntVar(&sf.cpuSlots, "cpu-slots", -1, "tool calls run at once, oldest first; a call waiting for the database or the audit log frees its slot (-1: one per core Go uses; 0: no bound)")
 	f.StringVar(&sf.logLevel, "log-level", g.env.envOr("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	addOAuthFlags(c, g, &sf.oauth)
 	addJWTFlags(c, g, &sf.jwt)
 	return c
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // serveGCPercent is the collector's target of aacmcp serve when GOGC is not set:
@@ -315,7 +306,7 @@ func runServe(ctx context.Context, c *cobra.Command, g *globals, sf serveFlags) 
 	}
 	mcfg := mcpserver.Config{
 		PublicURL:            sf.publicURL,
-		AuthorizationServers: withIssuer(sf.authServers, sf.jwt.issuer),
+		AuthorizationServers: withIssuer(sf.authServers, sf.jwt.Issuer),
 		AllowedOrigins:       sf.allowedOrigins,
 		AllowedHosts:         sf.allowedHosts,
 		Logger:               log,
