@@ -28,9 +28,10 @@ const (
 	ChatGPT = "c_01JYC3ZQ2M8V6XN4T5R7W9K0BD"
 )
 
-// FutureConfirmation is a confirmation kind this version does not write (the sink
-// refuses it): a later version's record must still be counted under its own kind.
-const FutureConfirmation = "approved"
+// FutureConfirmation is a confirmation kind no version writes yet (the sink refuses
+// it): a later version's record must still be counted under its own kind, as
+// "approved" was before this version knew it.
+const FutureConfirmation = "countersigned"
 
 // Expected numbers for the whole fixture (all workspaces).
 const (
