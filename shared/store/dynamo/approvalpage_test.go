@@ -3,10 +3,12 @@ package dynamo_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -90,6 +92,22 @@ func TestApprovalPageRequests(t *testing.T) {
 	a := store.Approval{Workspace: ws, Binding: "b1nd1ng", Nonce: "n1", Token: "tok", User: "u_alice", Principal: "tok_1",
 		Tool: "delete_issue", Target: is.Key, RequestedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
 	mustOK(t, "PutApproval", s.PutApproval(ctx, a))
+
+	// The item lies where the role's DecideApprovals condition looks, and carries
+	// the table's TTL attribute (infra's TestTablesMatchSharedSpec pins the table's TTL on
+	// dynamo.Main.TTLAttribute), after its expiry.
+	it, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.main), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: dynamo.TenantPrefix + ws + "#" + dynamo.ApprovalKind + "#" + a.Binding},
+		"SK": &types.AttributeValueMemberS{Value: "META"},
+	}})
+	mustOK(t, "GetItem approval", err)
+	ttl, _ := it.Item[dynamo.Main.TTLAttribute].(*types.AttributeValueMemberN)
+	if ttl == nil {
+		t.Fatalf("approval item %v lacks %s", it.Item, dynamo.Main.TTLAttribute)
+	}
+	if n, err := strconv.ParseInt(ttl.Value, 10, 64); err != nil || n < a.ExpiresAt.Unix() {
+		t.Errorf("approval %s = %s, want epoch seconds no earlier than its expiry %d", dynamo.Main.TTLAttribute, ttl.Value, a.ExpiresAt.Unix())
+	}
 
 	rec := &keyRecorder{API: e.client}
 	page := dynamo.New(rec, e.main, e.tokens)
