@@ -8,7 +8,9 @@ import (
 )
 
 // newConfirmKey makes the key that seals the requestState of a destructive call
-// a person must confirm (shared/confirm), and gives it to the MCP function only.
+// a person must confirm (shared/confirm), and gives it to the MCP function, which
+// seals, and to the authorization server's function, which opens the approval
+// links the MCP function seals with it (its /oauth/approve page, shared/approval).
 // Generated at deploy, so the value is never in the template, context or shell
 // history: 64 lowercase hex characters are the 32 bytes confirm.SecretsKeyring
 // reads. Every instance reads the same key, so a retry that reaches another
@@ -21,8 +23,9 @@ func newConfirmKey(scope constructs.Construct, fns *functionSet) awssecretsmanag
 		description: "AES-256 key sealing human-confirmation requestState (64 hex characters); rotate by putting a new AWSCURRENT, the previous version stays accepted",
 		env:         confirm.EnvKeyARN,
 		sid:         "ReadConfirmKey",
+		alsoReaders: []string{fnOAuth},
 		whyNoRotation: "No rotation Lambda: rotation is one put-secret-value of a new random key (docs/security.md), " +
-			"which Secrets Manager stages as AWSCURRENT with the old version as AWSPREVIOUS; the MCP function reloads both while warm " +
+			"which Secrets Manager stages as AWSCURRENT with the old version as AWSPREVIOUS; both functions reload both while warm " +
 			"and a sealed state lives five minutes, so a schedule adds a function without adding safety.",
 	})
 }

@@ -131,13 +131,32 @@ func (a *api) addOAuthRoutes(fn awslambda.Function) {
 // grantOAuth: the authorization server mints and revokes OAuth access tokens (records
 // in the tokens table), keeps its own state under OAUTH#, reads the member lookups and
 // the member records they point to, puts audit records, and reads the upstream secret.
-// It never writes tenant data and never reaches issues or comments.
+// Its approval page (/oauth/approve) reads the one issue or comment a destructive call
+// would destroy, for the preview (key, title, comment count), and records the person's
+// decision on that call's approval item. So it reads issues and comments only item by
+// item (no Query, no index: it cannot list a workspace), writes no issue, comment,
+// member or any other tenant data, and its only tenant write is the decision: an
+// UpdateItem of an approval the MCP function put.
 func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN *string) {
 	leading := func(op string, prefixes ...string) *map[string]any {
 		for i := range prefixes {
 			prefixes[i] += "*"
 		}
 		return &map[string]any{op: map[string]any{"dynamodb:LeadingKeys": prefixes}}
+	}
+	// tenantKinds admits the partition keys WS#<ws>#<kind>#<id> of the given kinds
+	// and no other. Workspace ids and ids never contain '#' (the store's validPart),
+	// so the second condition, at most three '#', keeps out every longer key that
+	// the first would match through a '*' (WS#<ws>#GONE#ISSUE#<id>, WS#<ws>#IDEM#...).
+	tenantKinds := func(kinds ...string) *map[string]any {
+		like := make([]string, len(kinds))
+		for i, k := range kinds {
+			like[i] = dynamo.TenantPrefix + "*#" + k + "#*"
+		}
+		return &map[string]any{
+			"ForAllValues:StringLike":    map[string]any{"dynamodb:LeadingKeys": like},
+			"ForAllValues:StringNotLike": map[string]any{"dynamodb:LeadingKeys": []string{dynamo.TenantPrefix + "*#*#*#*"}},
+		}
 	}
 	gsi := dynamo.Main.GSIs[0].Name
 	for _, st := range []*awsiam.PolicyStatementProps{
@@ -179,6 +198,32 @@ func grantOAuth(role awsiam.IRole, d *dataTables, p *pipeline, upstreamSecretARN
 			Actions:    jsii.Strings("dynamodb:Query"),
 			Resources:  &[]*string{d.main.TableArn()},
 			Conditions: leading("ForAllValues:StringLike", dynamo.MemberLookupPrefix),
+		},
+		// The preview loaders of the confirmable tools (catalog, Tool.Confirm.Load,
+		// on the dynamo store): GetIssue reads the key item of an issue named by its
+		// key, then the issue; GetComment reads the comment's reference item, then
+		// the comment and its issue (both in the issue's partition) in one
+		// BatchGetItem. shared/store/dynamo's TestApprovalPageRequests records them.
+		{
+			Sid:        jsii.String("ReadDeletePreviews"),
+			Actions:    jsii.Strings("dynamodb:GetItem"),
+			Resources:  &[]*string{d.main.TableArn()},
+			Conditions: tenantKinds(dynamo.IssueKind, dynamo.IssueKeyKind, dynamo.CommentRefKind),
+		},
+		{
+			Sid:        jsii.String("ReadCommentPreviews"),
+			Actions:    jsii.Strings("dynamodb:BatchGetItem"),
+			Resources:  &[]*string{d.main.TableArn()},
+			Conditions: tenantKinds(dynamo.IssueKind),
+		},
+		// GetApproval, and DecideApproval's conditional update (and its read of the
+		// item back after a refused condition). PutApproval and SpendApproval are
+		// the MCP function's.
+		{
+			Sid:        jsii.String("DecideApprovals"),
+			Actions:    jsii.Strings("dynamodb:GetItem", "dynamodb:UpdateItem"),
+			Resources:  &[]*string{d.main.TableArn()},
+			Conditions: tenantKinds(dynamo.ApprovalKind),
 		},
 		{
 			Sid:       jsii.String("ReadUpstreamClientSecret"),

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aacworkflow/aacmcp/infra/config"
+	"github.com/aacworkflow/aacmcp/shared/approval"
 	"github.com/aacworkflow/aacmcp/shared/oauth"
 	"github.com/aacworkflow/aacmcp/shared/store/dynamo"
 )
@@ -35,24 +36,26 @@ func fnEnv(t *testing.T, s *synthesized, fn string) map[string]any {
 	return env
 }
 
+// methodPath rebuilds a method's full resource path from the Resource parent chain.
+func methodPath(s *synthesized, resourceRef any) string {
+	var parts []string
+	for {
+		m, ok := resourceRef.(map[string]any)
+		if !ok || m["Ref"] == nil {
+			return "/" + strings.Join(parts, "/") // Fn::GetAtt RootResourceId
+		}
+		r := s.raw.Resources[m["Ref"].(string)]
+		parts = append([]string{r.Properties["PathPart"].(string)}, parts...)
+		resourceRef = r.Properties["ParentId"]
+	}
+}
+
 // TestOAuthRoutesReachOAuthFunction: the authorization server's routes have no
 // authorizer and integrate with the oauth function; no other route does.
 func TestOAuthRoutesReachOAuthFunction(t *testing.T) {
 	each(t, func(t *testing.T, s *synthesized) {
 		oauthFn := s.raw.logicalIDWithPrefix(t, "AWS::Lambda::Function", functionID(fnOAuth))
 		mcpFn := s.raw.logicalIDWithPrefix(t, "AWS::Lambda::Function", functionID(fnMCP))
-		pathOf := func(resourceRef any) string {
-			var parts []string
-			for {
-				m, ok := resourceRef.(map[string]any)
-				if !ok || m["Ref"] == nil {
-					return "/" + strings.Join(parts, "/")
-				}
-				r := s.raw.Resources[m["Ref"].(string)]
-				parts = append([]string{r.Properties["PathPart"].(string)}, parts...)
-				resourceRef = r.Properties["ParentId"]
-			}
-		}
 		isOAuth := map[string]bool{}
 		for _, r := range oauthRoutes {
 			isOAuth[r.method+" "+r.path] = true
@@ -60,7 +63,7 @@ func TestOAuthRoutesReachOAuthFunction(t *testing.T) {
 		seen := 0
 		for _, id := range s.raw.ofType("AWS::ApiGateway::Method") {
 			p := s.raw.Resources[id].Properties
-			route := fmt.Sprintf("%s %s", p["HttpMethod"], pathOf(p["ResourceId"]))
+			route := fmt.Sprintf("%s %s", p["HttpMethod"], methodPath(s, p["ResourceId"]))
 			uri := jsonText(path(p, "Integration", "Uri"))
 			if !isOAuth[route] {
 				if strings.Contains(uri, oauthFn) {
@@ -162,25 +165,39 @@ func TestOAuthIAMExact(t *testing.T) {
 		{[]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, []string{mainArn}, leading("OAUTH#*")},
 		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{mainArn, gsiArn}, leading("OAUTH#*")},
 		{[]string{"dynamodb:Query"}, []string{mainArn}, leading("MEMBERBY#*")},
+		{[]string{"dynamodb:GetItem"}, []string{mainArn}, previewCondition},
+		{[]string{"dynamodb:BatchGetItem"}, []string{mainArn}, commentPreviewCondition},
+		{[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []string{mainArn}, approvalCondition},
 		{[]string{"secretsmanager:GetSecretValue"}, []string{jsonText(ref(plain.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "CognitoClientSecret")))}, ""},
 		{[]string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, []string{mainArn}, memberRecordsCondition},
 		{[]string{"kinesis:PutRecord"}, []string{jsonText(getAtt(plain.raw.logicalIDWithPrefix(t, "AWS::Kinesis::Stream", "AuditStream"), "Arn"))}, ""},
+		{[]string{"secretsmanager:GetSecretValue"}, []string{jsonText(ref(plain.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "ConfirmKey")))}, ""},
 	}
 	got := statementsOf(t, plain, plain.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnOAuth)+"Role"))
 	if jsonText(got) != jsonText(want) {
 		t.Errorf("oauth role statements:\n%s\nwant\n%s", pretty(got), pretty(want))
 	}
-	// With an external provider, the one secret it may read is the configured one.
+	// With an external provider, the secrets it may read are the configured one and
+	// the confirmation key.
 	var reads []string
 	for _, st := range statementsOf(t, full, full.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnOAuth)+"Role")) {
 		if slices.Contains(st.Actions, "secretsmanager:GetSecretValue") {
 			reads = append(reads, st.Resources...)
 		}
 	}
-	if want := []string{jsonText(fullContext[config.KeyOIDCClientSecretARN])}; !slices.Equal(reads, want) {
+	if want := []string{jsonText(fullContext[config.KeyOIDCClientSecretARN]), jsonText(ref(full.raw.logicalIDWithPrefix(t, "AWS::SecretsManager::Secret", "ConfirmKey")))}; !slices.Equal(reads, want) {
 		t.Errorf("full: GetSecretValue on %v, want %v", reads, want)
 	}
 }
+
+// previewCondition, commentPreviewCondition and approvalCondition are the IAM
+// conditions of the approval page's ReadDeletePreviews, ReadCommentPreviews and
+// DecideApprovals.
+const (
+	previewCondition        = `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*#ISSUE#*","WS#*#KEY#*","WS#*#COMMENT#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*#*#*"]}}`
+	commentPreviewCondition = `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*#ISSUE#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*#*#*"]}}`
+	approvalCondition       = `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*#APPROVAL#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*#*#*"]}}`
+)
 
 // memberRecordsCondition is the IAM condition of ReadMemberRecords.
 const memberRecordsCondition = `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["WS#*"]},"ForAllValues:StringNotLike":{"dynamodb:LeadingKeys":["WS#*#*"]}}`
@@ -189,12 +206,7 @@ const memberRecordsCondition = `{"ForAllValues:StringLike":{"dynamodb:LeadingKey
 // store's key layout (shared/store/dynamo/keys.go): member records and the workspace
 // partition match; every other tenant item does not.
 func TestMemberRecordCondition(t *testing.T) {
-	// IAM's StringLike: '*' is any run of characters, '?' one; no other metacharacter.
-	like := func(pattern, s string) bool {
-		re := "^" + strings.ReplaceAll(strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*"), `\?`, ".") + "$"
-		return regexp.MustCompile(re).MatchString(s)
-	}
-	allowed := func(pk string) bool { return like("WS#*", pk) && !like("WS#*#*", pk) }
+	allowed := func(pk string) bool { return iamLike("WS#*", pk) && !iamLike("WS#*#*", pk) }
 	for pk, want := range map[string]bool{
 		"WS#acme":                   true, // META, MEMBER#<user>, AGENT#<agent>
 		"WS#acme#ISSUE#01J":         false,
@@ -212,6 +224,143 @@ func TestMemberRecordCondition(t *testing.T) {
 			t.Errorf("ReadMemberRecords allows %s = %v, want %v", pk, got, want)
 		}
 	}
+}
+
+// iamLike is IAM's StringLike: '*' is any run of characters, '?' one; no other
+// metacharacter.
+func iamLike(pattern, s string) bool {
+	re := "^" + strings.ReplaceAll(strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*"), `\?`, ".") + "$"
+	return regexp.MustCompile(re).MatchString(s)
+}
+
+// leadingKeyHolds evaluates a statement's condition block, as IAM would, for a
+// request on the one partition key pk. Only the LeadingKeys operators the stack
+// writes are known; any other fails the test rather than passing unread.
+func leadingKeyHolds(t *testing.T, conditions, pk string) bool {
+	t.Helper()
+	if conditions == "" {
+		return true
+	}
+	var c map[string]map[string][]string
+	if err := json.Unmarshal([]byte(conditions), &c); err != nil {
+		t.Fatalf("condition %s: %v", conditions, err)
+	}
+	for op, keys := range c {
+		matched := false
+		for k, patterns := range keys {
+			if k != "dynamodb:LeadingKeys" {
+				t.Fatalf("condition key %s not evaluated here", k)
+			}
+			matched = slices.ContainsFunc(patterns, func(p string) bool { return iamLike(p, pk) })
+		}
+		switch op {
+		case "ForAllValues:StringLike":
+			if !matched {
+				return false
+			}
+		case "ForAllValues:StringNotLike":
+			if matched {
+				return false
+			}
+		default:
+			t.Fatalf("condition operator %s not evaluated here", op)
+		}
+	}
+	return true
+}
+
+// TestApprovalPageReach evaluates the authorization server's role for the main
+// table requests its approval page makes through the dynamo store (the preview
+// loaders' GetIssue and GetComment, GetApproval, DecideApproval), and for the
+// requests beside them it must not be able to make: no issue, comment or member
+// write, no listing, no other tenant kind, no approval put (the MCP function's).
+func TestApprovalPageReach(t *testing.T) {
+	mainArn := jsonText(getAtt(plain.raw.logicalIDWithPrefix(t, "AWS::DynamoDB::GlobalTable", "MainTable"), "Arn"))
+	sts := statementsOf(t, plain, plain.raw.logicalIDWithPrefix(t, "AWS::IAM::Role", functionID(fnOAuth)+"Role"))
+	allowed := func(action, pk string) bool {
+		for _, st := range sts {
+			if (slices.Contains(st.Actions, action) || slices.Contains(st.Actions, "dynamodb:*")) &&
+				(slices.Contains(st.Resources, mainArn) || slices.Contains(st.Resources, `"*"`)) && leadingKeyHolds(t, st.Conditions, pk) {
+				return true
+			}
+		}
+		return false
+	}
+	kind := func(k, id string) string { return dynamo.TenantPrefix + "acme#" + k + "#" + id }
+	issue, byKey, comment := kind(dynamo.IssueKind, "0190c2a4-7d1e-7cc0-9f3b-1d2e3f4a5b6c"), kind(dynamo.IssueKeyKind, "ACME-1"), kind(dynamo.CommentRefKind, "01J0000000000000000000000")
+	approval := kind(dynamo.ApprovalKind, "b1nd1ng")
+	for _, c := range []struct {
+		action, pk string
+		want       bool
+	}{
+		{"GetItem", byKey, true}, {"GetItem", issue, true}, // GetIssue by key, then the issue
+		{"GetItem", comment, true}, {"BatchGetItem", issue, true}, // GetComment: the reference, then comment and issue
+		{"GetItem", approval, true}, {"UpdateItem", approval, true}, // GetApproval, DecideApproval
+		{"GetItem", "WS#acme", true}, // the member record, as before
+		{"Query", issue, false}, {"Query", "WS#acme#ISSUES", false}, {"Scan", issue, false},
+		{"BatchGetItem", byKey, false}, {"BatchGetItem", comment, false},
+		{"PutItem", issue, false}, {"UpdateItem", issue, false}, {"DeleteItem", issue, false}, {"BatchWriteItem", issue, false},
+		{"UpdateItem", comment, false}, {"DeleteItem", comment, false}, {"PutItem", byKey, false},
+		{"PutItem", approval, false}, {"DeleteItem", approval, false}, {"BatchGetItem", approval, false},
+		{"UpdateItem", "WS#acme", false}, {"PutItem", "WS#acme", false},
+		{"GetItem", "WS#acme#GONE#ISSUE#x", false}, {"GetItem", "WS#acme#IDEM#u#delete_issue#h", false},
+		{"GetItem", "WS#acme#RATE#1700000000#k", false}, {"GetItem", "WS#acme#USAGE", false}, {"GetItem", "WS#acme#RUN#r", false},
+		{"UpdateItem", "WS#acme#ISSUE#x#APPROVAL#b", false}, {"UpdateItem", "WS#acme#APPROVAL#b#ISSUE#x", false},
+		{"GetItem", "WS#acme#ISSUE#x#ISSUE#y", false},
+	} {
+		if got := allowed("dynamodb:"+c.action, c.pk); got != c.want {
+			t.Errorf("%s on %s allowed = %v, want %v", c.action, c.pk, got, c.want)
+		}
+	}
+}
+
+// TestApprovalPageRoute: the link the MCP function hands out (approval.PagePath)
+// and the sign-in's return to it reach the authorization server's function, by
+// GET and POST, without the authorizer, through the front door's one behavior.
+func TestApprovalPageRoute(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized) {
+		oauthFn := s.raw.logicalIDWithPrefix(t, "AWS::Lambda::Function", functionID(fnOAuth))
+		// method finds what API Gateway runs for method and p: an exact resource
+		// first, then a greedy {proxy+} (one or more non-empty segments).
+		method := func(m, p string) (map[string]any, bool) {
+			var greedy map[string]any
+			for _, id := range s.raw.ofType("AWS::ApiGateway::Method") {
+				props := s.raw.Resources[id].Properties
+				if props["HttpMethod"] != m && props["HttpMethod"] != "ANY" {
+					continue
+				}
+				res := methodPath(s, props["ResourceId"])
+				if res == p {
+					return props, true
+				}
+				if prefix, ok := strings.CutSuffix(res, "{proxy+}"); ok {
+					if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" && !strings.Contains(rest, "//") {
+						greedy = props
+					}
+				}
+			}
+			return greedy, greedy != nil
+		}
+		for _, p := range []string{approval.PagePath, callbackPath} {
+			for _, m := range []string{"GET", "POST"} {
+				props, ok := method(m, p)
+				if !ok {
+					t.Errorf("%s %s has no route", m, p)
+					continue
+				}
+				if uri := jsonText(path(props, "Integration", "Uri")); !strings.Contains(uri, oauthFn) || props["AuthorizationType"] != "NONE" {
+					t.Errorf("%s %s: integration %s, authorization %v; want the oauth function, NONE", m, p, uri, props["AuthorizationType"])
+				}
+			}
+		}
+		if s.edge == nil {
+			return
+		}
+		dc := path(s.raw.Resources[s.raw.logicalIDWithPrefix(t, "AWS::CloudFront::Distribution", "FrontDoor")].Properties, "DistributionConfig")
+		if b := path(dc, "CacheBehaviors"); b != nil {
+			t.Errorf("the front door has path behaviors %s: the approval page must take the default one to the API", jsonText(b))
+		}
+	})
 }
 
 // TestMCPRoleCannotReachOAuthState: the MCP function's role is as it was: no token

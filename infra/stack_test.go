@@ -183,23 +183,10 @@ func TestTablesMatchSharedSpec(t *testing.T) {
 
 func TestRoutesAndAuthorization(t *testing.T) {
 	each(t, func(t *testing.T, s *synthesized) {
-		// Rebuild each method's full path from the Resource parent chain.
-		pathOf := func(resourceRef any) string {
-			var parts []string
-			for {
-				m, ok := resourceRef.(map[string]any)
-				if !ok || m["Ref"] == nil {
-					return "/" + strings.Join(parts, "/") // Fn::GetAtt RootResourceId
-				}
-				r := s.raw.Resources[m["Ref"].(string)]
-				parts = append([]string{r.Properties["PathPart"].(string)}, parts...)
-				resourceRef = r.Properties["ParentId"]
-			}
-		}
 		got := map[string]string{} // "POST /mcp" -> authorization type
 		for _, id := range s.raw.ofType("AWS::ApiGateway::Method") {
 			p := s.raw.Resources[id].Properties
-			got[fmt.Sprintf("%s %s", p["HttpMethod"], pathOf(p["ResourceId"]))] = p["AuthorizationType"].(string)
+			got[fmt.Sprintf("%s %s", p["HttpMethod"], methodPath(s, p["ResourceId"]))] = p["AuthorizationType"].(string)
 			if p["AuthorizationType"] == "CUSTOM" && p["AuthorizerId"] == nil {
 				t.Errorf("%s: CUSTOM authorization without an authorizer", id)
 			}

@@ -19,7 +19,7 @@ var _ store.Approvals = (*Store)(nil)
 // deletes late (and dynalite never does, NOTES.md).
 const approvalRetention = time.Hour
 
-func approvalPK(ws, binding string) string { return wsPK(ws) + "#APPROVAL#" + binding }
+func approvalPK(ws, binding string) string { return wsPK(ws) + "#" + ApprovalKind + "#" + binding }
 
 // PutApproval implements store.Approvals with one unconditional put: the caller
 // replaces only what it read as spent or expired.

@@ -59,10 +59,10 @@ const (
 )
 
 func wsPK(ws string) string                           { return TenantPrefix + ws }
-func issuePK(ws, id string) string                    { return wsPK(ws) + "#ISSUE#" + id }
+func issuePK(ws, id string) string                    { return wsPK(ws) + "#" + IssueKind + "#" + id }
 func issueListPK(ws string) string                    { return wsPK(ws) + "#ISSUES" }
-func issueKeyPK(ws, key string) string                { return wsPK(ws) + "#KEY#" + key }
-func commentRefPK(ws, id string) string               { return wsPK(ws) + "#COMMENT#" + id }
+func issueKeyPK(ws, key string) string                { return wsPK(ws) + "#" + IssueKeyKind + "#" + key }
+func commentRefPK(ws, id string) string               { return wsPK(ws) + "#" + CommentRefKind + "#" + id }
 func runRefPK(ws, id string) string                   { return wsPK(ws) + "#RUN#" + id }
 func goneIssuePK(ws, id string) string                { return wsPK(ws) + "#GONE#ISSUE#" + id }
 func goneKeyPK(ws, key string) string                 { return wsPK(ws) + "#GONE#KEY#" + key }

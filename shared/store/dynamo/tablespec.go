@@ -78,6 +78,17 @@ const (
 	MemberLookupPrefix = "MEMBERBY#"
 )
 
+// Kinds of tenant partition whose key is TenantPrefix<ws>#<kind>#<id>, which IAM
+// conditions name: the authorization server's approval page reads an issue
+// (IssueKind, by key through IssueKeyKind) or a comment (CommentRefKind) for its
+// preview, and decides approvals (ApprovalKind); it reaches no other kind.
+const (
+	IssueKind      = "ISSUE"
+	IssueKeyKind   = "KEY"
+	CommentRefKind = "COMMENT"
+	ApprovalKind   = "APPROVAL"
+)
+
 // KeyAttributes lists every attribute the table's and its indexes' key schemas use,
 // each once, in first-use order: the AttributeDefinitions of a CreateTable call.
 func (t TableSpec) KeyAttributes() []string {
