@@ -71,16 +71,26 @@ func (q *request) approvePage() {
 	q.startSignin(store.OAuthPending{Purpose: purposeApprove, State: token})
 }
 
-// approveForm renders the question to the signed-in person of p, with a fresh
-// CSRF token for the form.
-func (q *request) approveForm(d *approval.Desk, p store.OAuthPending, notice string) {
-	a, err := d.Open(q.ctx(), p.State, q.s.now())
+// openMine opens the approval of p's link for the person signed in to p. When it
+// is not theirs, or cannot be opened, the refusal page is written and ok is false.
+func (q *request) openMine(d *approval.Desk, p store.OAuthPending, now time.Time) (a approval.Ask, ok bool) {
+	a, err := d.Open(q.ctx(), p.State, now)
 	if err != nil {
 		q.approveRefused(err, p, nil)
-		return
+		return a, false
 	}
 	if !a.Mine(p.Accounts) {
 		q.approveRefused(errNotYours, p, &a)
+		return a, false
+	}
+	return a, true
+}
+
+// approveForm renders the question to the signed-in person of p, with a fresh
+// CSRF token for the form.
+func (q *request) approveForm(d *approval.Desk, p store.OAuthPending, notice string) {
+	a, ok := q.openMine(d, p, q.s.now())
+	if !ok {
 		return
 	}
 	csrf := randomString()
@@ -146,13 +156,8 @@ func (q *request) approveDecide(d *approval.Desk) {
 		return
 	}
 	now := q.s.now()
-	a, err := d.Open(q.ctx(), p.State, now)
-	if err != nil {
-		q.approveRefused(err, p, nil)
-		return
-	}
-	if !a.Mine(p.Accounts) {
-		q.approveRefused(errNotYours, p, &a)
+	a, ok := q.openMine(d, p, now)
+	if !ok {
 		return
 	}
 	decision, _ := single(v, "decision")
@@ -162,7 +167,7 @@ func (q *request) approveDecide(d *approval.Desk) {
 		return
 	}
 	typed, _ := single(v, "typed")
-	err = d.Decide(q.ctx(), a, grant, typed, p.Subject, sourceIP(q.r.RemoteAddr), now)
+	err := d.Decide(q.ctx(), a, grant, typed, p.Subject, sourceIP(q.r.RemoteAddr), now)
 	if errors.Is(err, approval.ErrWrongKey) {
 		// The question stays open: a slip of the keyboard is not a denial.
 		q.approveForm(d, p, "What you typed is not "+a.Expect+". Type the key exactly as shown, or press Deny.")
