@@ -15,6 +15,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/audit/query"
+	"github.com/aacworkflow/aacmcp/shared/audit/report"
 )
 
 // auditQueries writes N audit records through the file sink (the layout serve
@@ -66,8 +67,13 @@ func (b *bench) auditQueries(ctx context.Context) error {
 	for r := range b.opt.rounds {
 		for _, q := range queries.All() {
 			for _, k := range rotate(kinds, r) {
+				// A report query reads the records' period; the others choose their own.
+				sql, err := report.Period{From: end.Add(-40 * time.Hour), To: end}.Bind(q.SQL)
+				if err != nil {
+					return fmt.Errorf("%s: %w", q.Name, err)
+				}
 				t := time.Now()
-				res, err := engines[k].Query(ctx, q.SQL)
+				res, err := engines[k].Query(ctx, sql)
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", q.Name, k, err)
 				}

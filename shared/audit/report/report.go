@@ -35,6 +35,15 @@ func (p Period) Validate() error {
 	return nil
 }
 
+// Bind fills a saved query's placeholders with the period: a query without any
+// (the saved queries that choose their own window) is returned as it is.
+func (p Period) Bind(sql string) (string, error) {
+	if q, err := query.Bind(sql, nil); err == nil {
+		return q, nil
+	}
+	return query.Bind(sql, p.Params())
+}
+
 // Params are the period as the report queries' execution parameters, in their
 // order: start, end (ISO 8601 UTC string literals) and workspace.
 func (p Period) Params() []string {

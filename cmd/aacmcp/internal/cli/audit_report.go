@@ -335,10 +335,7 @@ func writeFileAtomic(path string, b []byte) error {
 // workspace, the report's default.
 func bindSaved(q queries.Query, params []string, now time.Time) (string, error) {
 	if len(params) == 0 {
-		if sql, err := query.Bind(q.SQL, nil); err == nil {
-			return sql, nil
-		}
-		params = report.Period{From: now.Add(-7 * 24 * time.Hour), To: now}.Params()
+		return report.Period{From: now.Add(-7 * 24 * time.Hour), To: now}.Bind(q.SQL)
 	}
 	sql, err := query.Bind(q.SQL, params)
 	if err != nil {
