@@ -11,12 +11,14 @@
 -- event_type (NULL) and are tool calls. 1.0 records have no client_id either. With
 -- a workspace given, only the events recorded with that workspace count.
 WITH params AS (
-    SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace
+    -- The partition bounds are computed here, once, not beside every row.
+    SELECT t_from, t_to, workspace, date_format(t_from, '%Y-%m-%d') AS dt_from, date_format(t_to, '%Y-%m-%d') AS dt_to
+    FROM (SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace) AS bound
 ),
 events AS (
     SELECT DISTINCT event_id, action, coalesce(client_id, '') AS client_id, outcome
     FROM audit_log CROSS JOIN params p
-    WHERE dt BETWEEN date_format(p.t_from, '%Y-%m-%d') AND date_format(p.t_to, '%Y-%m-%d')
+    WHERE dt BETWEEN p.dt_from AND p.dt_to
       AND from_iso8601_timestamp("timestamp") >= p.t_from AND from_iso8601_timestamp("timestamp") < p.t_to
       AND (p.workspace = '' OR workspace_id = p.workspace)
       AND coalesce(event_type, 'tool_call') = 'authorization'

@@ -14,20 +14,23 @@
 -- refuses nothing: it is counted as asked, not as denied. Records before 1.3 have no
 -- confirmation (NULL).
 WITH params AS (
-    SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace
+    -- The partition bounds are computed here, once, not beside every row.
+    SELECT t_from, t_to, workspace, date_format(t_from, '%Y-%m-%d') AS dt_from, date_format(t_to, '%Y-%m-%d') AS dt_to
+    FROM (SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace) AS bound
 ),
 calls AS (
     SELECT DISTINCT
         event_id,
-        date_format(date_trunc('hour', from_iso8601_timestamp("timestamp")), '%Y-%m-%d %H:00') AS hour_utc,
+        date_trunc('hour', from_iso8601_timestamp("timestamp")) AS hour_start,
         CASE WHEN reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited' THEN 'asked' ELSE outcome END AS outcome
     FROM audit_log CROSS JOIN params p
-    WHERE dt BETWEEN date_format(p.t_from, '%Y-%m-%d') AND date_format(p.t_to, '%Y-%m-%d')
+    WHERE dt BETWEEN p.dt_from AND p.dt_to
       AND from_iso8601_timestamp("timestamp") >= p.t_from AND from_iso8601_timestamp("timestamp") < p.t_to
       AND (p.workspace = '' OR workspace_id = p.workspace)
       AND coalesce(event_type, 'tool_call') = 'tool_call'
 )
-SELECT hour_utc, outcome, count(*) AS calls
+-- The hour is formatted after grouping: once a group, not once a row.
+SELECT date_format(hour_start, '%Y-%m-%d %H:00') AS hour_utc, outcome, count(*) AS calls
 FROM calls
-GROUP BY hour_utc, outcome
+GROUP BY hour_start, outcome
 ORDER BY hour_utc, outcome

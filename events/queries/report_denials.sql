@@ -15,12 +15,14 @@
 -- Records before 1.3 have no confirmation (NULL); 1.0 records no client_id (NULL,
 -- counted as '').
 WITH params AS (
-    SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace
+    -- The partition bounds are computed here, once, not beside every row.
+    SELECT t_from, t_to, workspace, date_format(t_from, '%Y-%m-%d') AS dt_from, date_format(t_to, '%Y-%m-%d') AS dt_to
+    FROM (SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace) AS bound
 ),
 denied AS (
     SELECT DISTINCT event_id, reason, token_id, coalesce(client_id, '') AS client_id
     FROM audit_log CROSS JOIN params p
-    WHERE dt BETWEEN date_format(p.t_from, '%Y-%m-%d') AND date_format(p.t_to, '%Y-%m-%d')
+    WHERE dt BETWEEN p.dt_from AND p.dt_to
       AND from_iso8601_timestamp("timestamp") >= p.t_from AND from_iso8601_timestamp("timestamp") < p.t_to
       AND (p.workspace = '' OR workspace_id = p.workspace)
       AND outcome = 'denied'

@@ -18,7 +18,9 @@
 -- every other denial. Requests turned away for their token (reason invalid_token)
 -- are left out: no user or client is known for them.
 WITH params AS (
-    SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace
+    -- The partition bounds are computed here, once, not beside every row.
+    SELECT t_from, t_to, workspace, date_format(t_from, '%Y-%m-%d') AS dt_from, date_format(t_to, '%Y-%m-%d') AS dt_to
+    FROM (SELECT from_iso8601_timestamp(?) AS t_from, from_iso8601_timestamp(?) AS t_to, CAST(? AS varchar) AS workspace) AS bound
 ),
 destructive AS (
     SELECT DISTINCT
@@ -30,7 +32,7 @@ destructive AS (
         reason,
         reason = 'human_confirmation_required' AND coalesce(confirmation, '') = 'elicited' AS asked
     FROM audit_log CROSS JOIN params p
-    WHERE dt BETWEEN date_format(p.t_from, '%Y-%m-%d') AND date_format(p.t_to, '%Y-%m-%d')
+    WHERE dt BETWEEN p.dt_from AND p.dt_to
       AND from_iso8601_timestamp("timestamp") >= p.t_from AND from_iso8601_timestamp("timestamp") < p.t_to
       AND (p.workspace = '' OR workspace_id = p.workspace)
       AND destructive
