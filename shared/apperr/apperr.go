@@ -60,7 +60,7 @@ const (
 	RPCForbidden     = -32003
 )
 
-// Spec is everything the transports, the audit log and the README know about a code.
+// Spec is everything the transports, the audit log and the docs' error table know about a code.
 // It is one row of Table, so that no fact about a code is decided in two places.
 type Spec struct {
 	Code Code
@@ -70,9 +70,9 @@ type Spec struct {
 	// RPCCode is the JSON-RPC error code /mcp answers with; 0 means /mcp answers with a
 	// tool result carrying isError: true (HTTP 200), which the model can act on.
 	RPCCode int
-	// MCPForm is the README's wording of how /mcp carries the code.
+	// MCPForm is the error table's wording of how /mcp carries the code.
 	MCPForm string
-	// Meaning is the one-line meaning, for the README and `aacmcp tools`.
+	// Meaning is the one-line meaning, for the error table and `aacmcp tools`.
 	Meaning string
 	// Header is the HTTP header an answer with the code carries besides its body.
 	Header Header
@@ -133,7 +133,7 @@ var Table = []Spec{
 		"the workspace has a person approve destructive calls on aacmcp's page: the message carries the link; open it, approve, then make the same call again", HeaderNone},
 }
 
-// Codes lists every code in documentation order. A test keeps the README in step.
+// Codes lists every code in documentation order. A test keeps docs/architecture.md in step.
 var Codes = func() []Code {
 	cs := make([]Code, len(Table))
 	for i, s := range Table {
@@ -186,7 +186,7 @@ func (c Code) RPCCode() int {
 	return RPCInternalError
 }
 
-// Describe is the one-line meaning of each code, used by the README and `aacmcp tools`.
+// Describe is the one-line meaning of each code, used by the error table and `aacmcp tools`.
 func (c Code) Describe() string { return c.Spec().Meaning }
 
 // Error is the error value used everywhere a caller-visible failure is produced.

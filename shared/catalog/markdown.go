@@ -42,7 +42,7 @@ func acceptedIf(b bool) string {
 	return "-"
 }
 
-// ErrorCodesMarkdown renders the README's error-code table from apperr, for the same
+// ErrorCodesMarkdown renders docs/architecture.md's error-code table from apperr, for the same
 // reason: status codes and audit outcomes come from the code that applies them.
 func ErrorCodesMarkdown() string {
 	var b strings.Builder

@@ -8,26 +8,35 @@ import (
 	"testing"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite the generated sections of README.md")
+var updateReadme = flag.Bool("update-readme", false, "rewrite the generated sections of README.md and docs/architecture.md")
 
-// TestReadmeInSync keeps the README's tool and error-code tables generated from the
-// catalog and apperr. Regenerate with: go test ./shared/catalog -run TestReadmeInSync -update-readme
+// TestReadmeInSync keeps the generated tables in step with the catalog and apperr: the
+// README's tool table and docs/architecture.md's error-code table (section 7). Regenerate
+// with: go test ./shared/catalog -run TestReadmeInSync -update-readme
 func TestReadmeInSync(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+	for _, doc := range []struct {
+		path     string
+		sections []struct{ name, body string }
+	}{
+		{"README.md", []struct{ name, body string }{{"tools", New(Deps{}).MarkdownTable()}}},
+		{"docs/architecture.md", []struct{ name, body string }{{"error-codes", ErrorCodesMarkdown()}}},
+	} {
+		syncGenerated(t, filepath.Join("..", "..", doc.path), doc.sections)
+	}
+}
+
+func syncGenerated(t *testing.T, path string, sections []struct{ name, body string }) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	sections := []struct{ name, body string }{
-		{"tools", New(Deps{}).MarkdownTable()},
-		{"error-codes", ErrorCodesMarkdown()},
-	}
 	for _, s := range sections {
 		begin, end := "<!-- generated:"+s.name+" begin -->\n", "<!-- generated:"+s.name+" end -->"
 		i, j := strings.Index(readme, begin), strings.Index(readme, end)
 		if i < 0 || j < i {
-			t.Fatalf("README.md lacks the markers %q ... %q", strings.TrimSpace(begin), end)
+			t.Fatalf("%s lacks the markers %q ... %q", path, strings.TrimSpace(begin), end)
 		}
 		got := readme[i+len(begin) : j]
 		if got != s.body {
@@ -35,7 +44,7 @@ func TestReadmeInSync(t *testing.T) {
 				readme = readme[:i+len(begin)] + s.body + readme[j:]
 				continue
 			}
-			t.Errorf("README.md section %q is stale; run: go test ./shared/catalog -run TestReadmeInSync -update-readme\n--- README\n%s--- catalog\n%s", s.name, got, s.body)
+			t.Errorf("%s section %q is stale; run: go test ./shared/catalog -run TestReadmeInSync -update-readme\n--- %s\n%s--- catalog\n%s", path, s.name, path, got, s.body)
 		}
 	}
 	if *updateReadme {
