@@ -19,6 +19,7 @@ import (
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 	"github.com/aacworkflow/aacmcp/shared/guard"
 	"github.com/aacworkflow/aacmcp/shared/internal/jsondup"
+	"github.com/aacworkflow/aacmcp/shared/internal/jsonstr"
 )
 
 // JSON-RPC error codes. The -320xx server range carries the HTTP-level refusals.
@@ -399,7 +400,20 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 		result.ResultType = mcp.ResultTypeComplete
 		result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
 	}
-	writeJSON(w, http.StatusOK, toolCallResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: wireResult(result)})
+	jw := jsonWriters.Get().(*jsonWriter)
+	b, err := appendToolCallResponse(jw.raw[:0], id, result)
+	if err != nil {
+		// Only a _meta or a content item that toolResult never makes can fail, as
+		// encoding/json would have.
+		writeJSON(w, http.StatusInternalServerError, apperr.Internal(err).Body())
+	} else {
+		writeJSONHeader(w, http.StatusOK)
+		_, _ = w.Write(b) // a Writer does not retain what it is given
+	}
+	if cap(b) <= maxPooledJSON {
+		jw.raw = b
+		jsonWriters.Put(jw)
+	}
 }
 
 // inputRequiredResponse answers a destructive tools/call that a person must
@@ -431,36 +445,58 @@ func (h *handler) inputRequiredResult(ir *guard.InputRequired) *mcp.InputRequire
 	return out
 }
 
-// toolCallResponse is the JSON-RPC response to a tools/call. Its result is
-// mcp.CallToolResult's wire form as a struct, not through CallToolResult's own
-// MarshalJSON, which builds a map of the fields and is then compacted again by
-// encoding/json: here the text content is escaped once and structuredContent
-// (already compact JSON) is copied once.
-type toolCallResponse struct {
-	JSONRPC string        `json:"jsonrpc"`
-	ID      mcp.RequestId `json:"id"`
-	Result  toolCallWire  `json:"result"`
-}
-
-// toolCallWire holds the members of an mcp.CallToolResult this server sets, in
-// the order mcp-go writes them (its MarshalJSON goes through a map: sorted keys).
-type toolCallWire struct {
-	Meta              *mcp.Meta         `json:"_meta,omitempty"`
-	Content           []mcp.TextContent `json:"content"`
-	IsError           bool              `json:"isError,omitempty"`
-	ResultType        mcp.ResultType    `json:"resultType,omitempty"`
-	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
-}
-
-func wireResult(r *mcp.CallToolResult) toolCallWire {
-	w := toolCallWire{Meta: r.Meta, IsError: r.IsError, ResultType: r.ResultType, StructuredContent: r.RawStructuredContent}
-	for _, c := range r.Content {
-		// toolResult makes text content only.
-		if tc, ok := c.(mcp.TextContent); ok {
-			w.Content = append(w.Content, tc)
-		}
+// appendToolCallResponse appends the JSON-RPC response to a tools/call that
+// carries r, followed by a newline, byte for byte what encoding/json writes for
+// mcp.JSONRPCResponse{ID: id, Result: r} (FuzzToolCallResponse holds the two equal).
+// It is written by hand because encoding/json validates and compacts the output of
+// every json.Marshaler it meets, json.RawMessage included: structuredContent, a page
+// of 25 issues, was scanned byte by byte a second time, about a quarter of a
+// list_issues call's CPU (bench/REPORT.md, "Where a read's time goes"). Copying it
+// unread is safe because guard.Result.JSON is always json.Marshal's own output, or
+// bytes equal to it (its contract), so compacting it again would change nothing. The
+// members are in mcp-go's order (its MarshalJSON goes through a map: sorted keys).
+func appendToolCallResponse(dst []byte, id mcp.RequestId, r *mcp.CallToolResult) ([]byte, error) {
+	idJSON, err := id.MarshalJSON() // json.Marshal of a string, number or nil: compact already
+	if err != nil {
+		return dst, err
 	}
-	return w
+	dst = append(dst, `{"jsonrpc":"`+mcp.JSONRPC_VERSION+`","id":`...)
+	dst = append(append(dst, idJSON...), `,"result":{`...)
+	if r.Meta != nil {
+		b, err := json.Marshal(r.Meta)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(append(append(dst, `"_meta":`...), b...), ',')
+	}
+	dst = append(dst, `"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		// toolResult makes plain text content; anything else takes encoding/json's path.
+		if tc, ok := c.(mcp.TextContent); ok && tc.Annotations == nil && tc.Meta == nil {
+			dst = jsonstr.Append(append(dst, `{"type":`...), tc.Type)
+			dst = append(jsonstr.Append(append(dst, `,"text":`...), tc.Text), '}')
+			continue
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, b...)
+	}
+	dst = append(dst, ']')
+	if r.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	if r.ResultType != "" {
+		dst = jsonstr.Append(append(dst, `,"resultType":`...), r.ResultType)
+	}
+	if len(r.RawStructuredContent) > 0 {
+		dst = append(append(dst, `,"structuredContent":`...), r.RawStructuredContent...)
+	}
+	return append(dst, "}}\n"...), nil
 }
 
 // newMCPHandler builds the mcp-go server with one tool per catalog entry.

@@ -522,6 +522,7 @@ func (s *statusWriter) status() int {
 type jsonWriter struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+	raw []byte // for the hand-written encoders (appendToolCallResponse)
 }
 
 var jsonWriters = sync.Pool{New: func() any {

@@ -22,6 +22,7 @@ func FuzzToolCallResponse(f *testing.F) {
 	f.Add([]byte(`1e3`), []byte(`{}`), uint8(3))
 	f.Add([]byte(`"\ud800"`), []byte(`{"a":"é"}`), uint8(7))
 	f.Add([]byte(`null`), []byte(`{"a":[1,2.5e3]}`), uint8(4))
+	f.Add([]byte(`7`), []byte(`{"q":"<&>"}`), uint8(13))
 	f.Fuzz(func(t *testing.T, rawID, result []byte, mode uint8) {
 		var rv any
 		if json.Unmarshal(result, &rv) != nil || !json.Valid(rawID) {
@@ -44,16 +45,20 @@ func FuzzToolCallResponse(f *testing.F) {
 			r.ResultType = mcp.ResultTypeComplete
 			r.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: "aacmcp", Version: "test"})
 		}
+		if mode&8 != 0 {
+			// A content item toolResult never makes: encoding/json's path.
+			r.Content = append(r.Content, mcp.TextContent{Annotated: mcp.Annotated{Annotations: &mcp.Annotations{Audience: []mcp.Role{mcp.RoleUser}}}, Type: "text", Text: string(compact)})
+		}
 		want, err := json.Marshal(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: r})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := json.Marshal(toolCallResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: wireResult(r)})
+		got, err := appendToolCallResponse([]byte("kept"), id, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != string(want) {
-			t.Fatalf("toolCallResponse\n got %s\nwant %s", got, want)
+		if string(got) != "kept"+string(want)+"\n" {
+			t.Fatalf("appendToolCallResponse\n got %s\nwant kept%s\\n", got, want)
 		}
 	})
 }
