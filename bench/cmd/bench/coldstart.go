@@ -43,12 +43,16 @@ func (b *bench) coldStart(ctx context.Context) error {
 		mcpfn.EnvHMACKeyEphemeral + "=true", confirm.EnvKeyEphemeral + "=true",
 	}
 	type fn struct{ name, bin string }
-	fns := []fn{{"functions/mcp", b.bins.mcpLambda}, {"bare mcp-go Lambda", b.bins.bareLambda}}
-	const starts = 10
+	// The third is the floor: bare plus the DynamoDB and Kinesis clients, which
+	// splits functions/mcp's excess over bare into the SDK's share and this
+	// project's own.
+	fns := []fn{{"functions/mcp", b.bins.mcpLambda}, {"bare mcp-go Lambda", b.bins.bareLambda},
+		{"bare + AWS SDK clients (floor)", b.bins.sdkLambda}}
+	const starts = 20
 	total := map[string][]float64{}
 	fromInvoke := map[string][]float64{}
 	inits := map[string][]float64{}
-	var ratios, invokeRatios, initRatios []float64
+	var ratios, invokeRatios, initRatios, ownRatios, sdkRatios []float64
 	for i := range starts {
 		round := map[string]float64{}
 		for _, f := range rotate(fns, i) {
@@ -67,6 +71,8 @@ func (b *bench) coldStart(ctx context.Context) error {
 		}
 		ratios = append(ratios, round[fns[0].name]/round[fns[1].name])
 		invokeRatios = append(invokeRatios, round["invoke "+fns[0].name]/round["invoke "+fns[1].name])
+		ownRatios = append(ownRatios, round["invoke "+fns[0].name]/round["invoke "+fns[2].name])
+		sdkRatios = append(sdkRatios, round["invoke "+fns[2].name]/round["invoke "+fns[1].name])
 		if a, b := round["init "+fns[0].name], round["init "+fns[1].name]; a > 0 && b > 0 {
 			initRatios = append(initRatios, a/b)
 		}
@@ -81,7 +87,10 @@ func (b *bench) coldStart(ctx context.Context) error {
 			"time from the emulator's process start is shown beside it. Init duration is the figure the emulator "+
 			"reports for the function's init phase (process start to its first /next). %d fresh starts each, "+
 			"interleaved; medians, and the median of the per-start ratios. functions/mcp compiles a tool's "+
-			"input schema on that tool's first call (about 0.2 ms each), not at init.", starts),
+			"input schema on that tool's first call (about 0.2 ms each), not at init. The floor is bench/cmd/barelambdasdk: "+
+			"the bare Lambda plus the DynamoDB and Kinesis clients, built at start; what functions/mcp takes beyond it "+
+			"is this project's own code (its packages, setup and first answer), and what the floor takes beyond bare is "+
+			"the SDK's (its packages' initializers and size), which no function that uses the SDK avoids.", starts),
 		[]string{"function", "first invoke to answer (median)", "all starts", "init duration (median)", "emulator start to answer (median)"})
 	for _, f := range fns {
 		var all []string
@@ -95,9 +104,12 @@ func (b *bench) coldStart(ctx context.Context) error {
 		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(median(fromInvoke[f.name])), fmt.Sprint(all), initS, dur(median(total[f.name]))})
 	}
 	r := median(invokeRatios)
-	b.addGoal("3. cold start vs bare mcp-go Lambda (first invoke to answer)", "<= 1.5x", fmt.Sprintf("%.2fx", r), r <= 1.5,
-		"see section 3: the package initializers and main's setup that bare does not run")
-	ratioLine := fmt.Sprintf("Per-start ratios, median: first invoke to answer %.2fx; emulator start to answer %.2fx", r, median(ratios))
+	b.addGoal("3. cold start vs bare mcp-go Lambda (first invoke to answer)", "<= 1.2x", fmt.Sprintf("%.2fx", r), r <= 1.2,
+		fmt.Sprintf("bare mcp-go with only the DynamoDB and Kinesis clients linked and built (the floor, section 3) "+
+			"is already %.2fx bare, and functions/mcp is %.2fx that floor: what is over the goal is the AWS SDK's "+
+			"package initializers and size, which a function that must use the SDK cannot shed", median(sdkRatios), median(ownRatios)))
+	ratioLine := fmt.Sprintf("Per-start ratios, median: first invoke to answer %.2fx (the floor over bare %.2fx, "+
+		"functions/mcp over the floor %.2fx); emulator start to answer %.2fx", r, median(sdkRatios), median(ownRatios), median(ratios))
 	if len(initRatios) > 0 {
 		ratioLine += fmt.Sprintf("; init duration %.2fx", median(initRatios))
 	}
@@ -122,7 +134,7 @@ func (b *bench) coldStart(ctx context.Context) error {
 	// Where the init time goes: most of the difference is package initializers that
 	// run whatever main does, so the report names them.
 	const initRuns = 5
-	it, err := initTable(ctx, [][2]string{{fns[0].name, fns[0].bin}, {fns[1].name, fns[1].bin}}, env, initRuns, 4)
+	it, err := initTable(ctx, [][2]string{{fns[0].name, fns[0].bin}, {fns[1].name, fns[1].bin}, {fns[2].name, fns[2].bin}}, env, initRuns, 4)
 	if err != nil {
 		return err
 	}

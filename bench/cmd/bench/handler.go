@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,11 +224,55 @@ func (b *bench) profile(ctx context.Context, ds fixture.Dataset) ([]string, erro
 			return nil, fmt.Errorf("pprof %s: %w", path, err)
 		}
 		out = append(out, fmt.Sprintf("CPU profile of `%s` through the full real stack in process (file audit sink, "+
-			"access log to a file, 32 concurrent callers, %d calls): [bench/profiles/%s.pprof](profiles/%s.pprof) "+
-			"(`go tool pprof -http=: bench/profiles/%s.pprof`). Top of the flat profile:\n\n```\n%s```",
-			w.tool, total, w.tool, w.tool, w.tool, trimPprof(string(top))))
+			"access log to a file, 32 concurrent callers, %d calls) on %s: [bench/profiles/%s.pprof](profiles/%s.pprof) "+
+			"(`go tool pprof -http=: bench/profiles/%s.pprof`); %s of CPU per call. Top of the flat profile:\n\n```\n%s```",
+			w.tool, total, commitOf(b.root), w.tool, w.tool, w.tool, perCall(string(top), total), trimPprof(string(top))))
+		before, err := b.baselineProfile(ctx, w.tool, total)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, before...)
 	}
 	return out, nil
+}
+
+// baselineProfile shows the same workload's profile as taken on an earlier commit,
+// kept in bench/profiles/baseline with that commit's name in COMMIT, so that the
+// report sets what a change removed from a call beside what is left. Nothing when
+// there is no baseline.
+func (b *bench) baselineProfile(ctx context.Context, tool string, total int) ([]string, error) {
+	dir := filepath.Join(b.root, "bench", "profiles", "baseline")
+	path := filepath.Join(dir, tool+".pprof")
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	commit, err := os.ReadFile(filepath.Join(dir, "COMMIT"))
+	if err != nil {
+		return nil, fmt.Errorf("%s has no COMMIT naming the code it profiled: %w", dir, err)
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=15", path).Output()
+	if err != nil {
+		return nil, fmt.Errorf("pprof %s: %w", path, err)
+	}
+	return []string{fmt.Sprintf("Before: the same workload's profile as `make bench` took it on %s "+
+		"([bench/profiles/baseline/%s.pprof](profiles/baseline/%s.pprof)); %s of CPU per call. Top of the flat profile:\n\n```\n%s```",
+		strings.TrimSpace(string(commit)), tool, tool, perCall(string(top), total), trimPprof(string(top)))}, nil
+}
+
+// totalSamples reads pprof -top's "Total samples = 6.99s" line.
+var totalSamples = regexp.MustCompile(`Total samples = ([0-9.]+)(ms|s)\b`)
+
+// perCall is a profile's CPU time divided by the calls it covered.
+func perCall(top string, calls int) string {
+	m := totalSamples.FindStringSubmatch(top)
+	if m == nil || calls == 0 {
+		return "unknown"
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	if m[2] == "s" {
+		v *= 1000
+	}
+	return fmt.Sprintf("%.0f µs", v*1000/float64(calls))
 }
 
 // trimPprof drops pprof's header lines that name the temp binary and file.

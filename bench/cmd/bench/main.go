@@ -52,6 +52,7 @@ type bench struct {
 type binaries struct {
 	aacmcp, bare, bareWrite, rie string
 	mcpLambda, bareLambda        string // host arch, for the emulator
+	sdkLambda                    string // bare plus the SDK clients (the floor), host arch
 	mcpLambdaArm, bareLambdaArm  string // arm64, for the size goal
 }
 
@@ -102,7 +103,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	b.rep = report.Report{
 		Date:    start,
 		Command: "make bench  (go run ./bench/cmd/bench " + strings.Join(os.Args[1:], " ") + ")",
-		Machine: machine(),
+		Machine: append([]string{"Commit: " + commitOf(root)}, machine()...),
 	}
 	b.rep.Method = []string{
 		"Every goal is a ratio of two figures measured in the same run, A and B interleaved " +
@@ -165,7 +166,7 @@ func (b *bench) build(ctx context.Context) error {
 	bin := func(n string) string { return filepath.Join(b.work, "bin", n) }
 	b.bins = binaries{
 		aacmcp: bin("aacmcp"), bare: bin("bare"), bareWrite: bin("barewrite"), rie: bin("aws-lambda-rie"),
-		mcpLambda: bin("mcp/bootstrap"), bareLambda: bin("bare-lambda/bootstrap"),
+		mcpLambda: bin("mcp/bootstrap"), bareLambda: bin("bare-lambda/bootstrap"), sdkLambda: bin("sdk-lambda/bootstrap"),
 		mcpLambdaArm: bin("arm64/mcp/bootstrap"), bareLambdaArm: bin("arm64/bare-lambda/bootstrap"),
 	}
 	lambdaFlags := []string{"-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w"}
@@ -186,6 +187,7 @@ func (b *bench) build(ctx context.Context) error {
 			job{b.bins.rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie", nil, nil},
 			job{b.bins.mcpLambda, "./functions/mcp", host, lambdaFlags},
 			job{b.bins.bareLambda, "./bench/cmd/barelambda", host, lambdaFlags},
+			job{b.bins.sdkLambda, "./bench/cmd/barelambdasdk", host, lambdaFlags},
 			job{b.bins.mcpLambdaArm, "./functions/mcp", arm, lambdaFlags},
 			job{b.bins.bareLambdaArm, "./bench/cmd/barelambda", arm, lambdaFlags},
 		)

@@ -101,6 +101,9 @@ func (b *bench) soak(ctx context.Context) error {
 		span("calls/s", func(s server.Summary) float64 { return s.CallsPerSec })+"; "+peerNote+"; "+why)
 	b.addGoal("8. soak p95 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP95), fmt.Sprintf("%.1f ms", p95), p95 <= soakMaxP95,
 		span("ms", func(s server.Summary) float64 { return s.P95 })+"; on the medians, "+littleNote(mean, soakMaxP95, p95)+"; "+why)
+	p50 := med(func(s server.Summary) float64 { return s.P50 })
+	b.addGoal("8. soak p99 vs its p50", "<= 5x", fmt.Sprintf("%.1fx (p50 %.1f ms)", p99/p50, p50), p50 > 0 && p99 <= 5*p50,
+		span("ms", func(s server.Summary) float64 { return s.P50 })+" (p50); "+why)
 	b.addGoal("8. soak p99 (absolute)", fmt.Sprintf("<= %.0f ms", soakMaxP99), fmt.Sprintf("%.1f ms", p99), p99 <= soakMaxP99,
 		span("ms", func(s server.Summary) float64 { return s.P99 })+"; "+why)
 
