@@ -103,6 +103,12 @@ bench: $(NPM_STAMP) ## Benchmark against a bare mcp-go server and the TypeScript
 	npm ci --prefix bench/tspeer --no-audit --no-fund --loglevel=error
 	$(GO) run ./bench/cmd/bench -out bench/REPORT.md
 
+.PHONY: bench-compare
+bench-compare: $(NPM_STAMP) ## Alternate bench runs of BASE=<commit> and HEAD (throughput, writes); writes bench/COMPARE.md
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit> [RUNS=3]"; exit 2; }
+	npm ci --prefix bench/tspeer --no-audit --no-fund --loglevel=error
+	$(GO) run ./bench/cmd/compare -base $(BASE) -runs $(or $(RUNS),3)
+
 .PHONY: soak
 soak: deps ## The full load and crash tests: 200 clients x 20,000 mixed calls, then kill -9 mid-load
 	$(GO) test -count=1 -timeout 60m -v -run 'TestLoadConsistency|TestCrashRecovery' ./test/load -args -clients 200 -calls 20000
