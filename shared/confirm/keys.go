@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // KeyFile is the local sealing key's name in the data folder, beside audit-hmac.key.
@@ -116,8 +117,19 @@ func (k *Keyring) SetLogger(log *slog.Logger) {
 	}
 }
 
+// loadSecretKeys reads both stages at once: they are independent round trips to
+// Secrets Manager, and at a cold start the function waits for them before its first
+// answer (TestLoadSecretKeysReadsStagesTogether).
 func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
+	var (
+		prev     string
+		prevOK   bool
+		prevErr  error
+		readPrev sync.WaitGroup
+	)
+	readPrev.Go(func() { prev, prevOK, prevErr = get(ctx, "AWSPREVIOUS") })
 	cur, ok, err := get(ctx, "AWSCURRENT")
+	readPrev.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("confirm: read current key: %w", err)
 	}
@@ -129,9 +141,9 @@ func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
 		return nil, err
 	}
 	keys := []Key{}
-	if prev, ok, err := get(ctx, "AWSPREVIOUS"); err != nil {
-		return nil, fmt.Errorf("confirm: read previous key: %w", err)
-	} else if ok {
+	if prevErr != nil {
+		return nil, fmt.Errorf("confirm: read previous key: %w", prevErr)
+	} else if prevOK {
 		p, err := decodeSecret(prev)
 		if err != nil {
 			return nil, err

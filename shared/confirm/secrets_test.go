@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -65,5 +69,46 @@ func TestSecretsRotation(t *testing.T) {
 		if _, err := SecretsKeyring(ctx, SecretsManagerSource(f, "arn")); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// barrierSource answers a stage only once want reads are in flight together, so a
+// loader that reads one stage after the other never gets its first answer: it
+// fails on the timeout instead, which only guards against a hung test.
+type barrierSource struct {
+	want   int
+	all    chan struct{}
+	once   sync.Once
+	n      atomic.Int32
+	stages map[string]string
+}
+
+func newBarrierSource(want int, stages map[string]string) *barrierSource {
+	return &barrierSource{want: want, all: make(chan struct{}), stages: stages}
+}
+
+func (b *barrierSource) get(ctx context.Context, stage string) (string, bool, error) {
+	if int(b.n.Add(1)) == b.want {
+		b.once.Do(func() { close(b.all) })
+	}
+	select {
+	case <-b.all:
+	case <-time.After(10 * time.Second):
+		return "", false, fmt.Errorf("read of %s waited alone: the stages are read one after the other", stage)
+	}
+	v, ok := b.stages[stage]
+	return v, ok, nil
+}
+
+// TestLoadSecretKeysReadsStagesTogether: a cold start waits for one Secrets Manager
+// round trip for the confirmation keys, not one per stage.
+func TestLoadSecretKeysReadsStagesTogether(t *testing.T) {
+	src := newBarrierSource(2, map[string]string{"AWSCURRENT": b64('b'), "AWSPREVIOUS": b64('a')})
+	ring, err := SecretsKeyring(context.Background(), src.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ring.set.Load().aeads); got != 2 {
+		t.Fatalf("keyring holds %d keys, want the current and the previous", got)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +97,53 @@ func TestConfirmKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// barrierSecrets answers once want reads are in flight together: a cold start that
+// read its secrets one after the other never gets its first answer and fails on the
+// timeout, which only guards against a hung test.
+type barrierSecrets struct {
+	stagedSecrets
+	hmacARN, hmacKey string
+	want             int32
+	n                atomic.Int32
+	all              chan struct{}
+	once             sync.Once
+}
+
+func (b *barrierSecrets) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opt ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	if b.n.Add(1) == b.want {
+		b.once.Do(func() { close(b.all) })
+	}
+	select {
+	case <-b.all:
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("a secret was read alone: the cold start reads its secrets one after the other")
+	}
+	if aws.ToString(in.SecretId) == b.hmacARN {
+		return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(b.hmacKey)}, nil
+	}
+	return b.stagedSecrets.GetSecretValue(ctx, in, opt...)
+}
+
+// TestReadKeysTogether: the audit HMAC key and both stages of the confirmation key
+// are three Secrets Manager reads that the cold start waits for together.
+func TestReadKeysTogether(t *testing.T) {
+	const confirmARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:confirm-AbCdEf"
+	const hmacARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hmac-AbCdEf"
+	cur, _ := newSecret(t)
+	prev, _ := newSecret(t)
+	sm := &barrierSecrets{
+		stagedSecrets: stagedSecrets{arn: confirmARN, stages: map[string]string{"AWSCURRENT": cur, "AWSPREVIOUS": prev}},
+		hmacARN:       hmacARN, hmacKey: strings.Repeat("ab", 32), want: 3, all: make(chan struct{}),
+	}
+	env := map[string]string{EnvHMACKeySecretARN: hmacARN, confirm.EnvKeyARN: confirmARN}
+	key, keys, err := readKeys(context.Background(), sm, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(key) != 32 || keys == nil {
+		t.Fatalf("got a %d-byte HMAC key and keyring %v, want 32 bytes and a keyring", len(key), keys)
 	}
 }

@@ -2,10 +2,12 @@ package mcpfn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,13 +29,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		return nil, env.Logger, err
 	}
 	sm := secretsmanager.NewFromConfig(env.AWS)
-	var key []byte // nil: Build keys the digests per instance, and says so
-	if arn := getenv(EnvHMACKeySecretARN); arn != "" || getenv(EnvHMACKeyEphemeral) != "true" {
-		if key, err = HMACKey(ctx, sm, arn); err != nil {
-			return nil, env.Logger, err
-		}
-	}
-	keys, err := ConfirmKeys(ctx, sm, getenv)
+	key, keys, err := readKeys(ctx, sm, getenv)
 	if err != nil {
 		return nil, env.Logger, err
 	}
@@ -48,6 +44,29 @@ func FromEnv(ctx context.Context, getenv func(string) string, stdout io.Writer) 
 		ConfirmKeys: keys,
 	})
 	return fn, env.Logger, err
+}
+
+// readKeys reads the audit HMAC key and the confirmation keyring from Secrets
+// Manager side by side: they are independent round trips (three: the HMAC secret and
+// both stages of the confirmation secret), and the cold start waits for them before
+// its first answer, so together they cost one (TestReadKeysTogether). A nil key
+// means the explicit per-instance opt-in (Build keys the digests per instance and
+// says so); a nil keyring, that no confirmation secret is configured.
+func readKeys(ctx context.Context, sm SecretsAPI, getenv func(string) string) ([]byte, *confirm.Keyring, error) {
+	var (
+		key    []byte
+		keyErr error
+		read   sync.WaitGroup
+	)
+	if arn := getenv(EnvHMACKeySecretARN); arn != "" || getenv(EnvHMACKeyEphemeral) != "true" {
+		read.Go(func() { key, keyErr = HMACKey(ctx, sm, arn) })
+	}
+	keys, err := ConfirmKeys(ctx, sm, getenv)
+	read.Wait()
+	if err := errors.Join(keyErr, err); err != nil {
+		return nil, nil, err
+	}
+	return key, keys, nil
 }
 
 // EnvHMACKeySecretARN names the Secrets Manager secret holding the deployment's
