@@ -130,7 +130,7 @@ func run(ctx context.Context, log *slog.Logger, base string, runs int, out strin
 	fmt.Fprintf(&b, "- Date: %s\n- BASE: %s, HEAD: %s\n- Runs: %d of each, alternating, each `bench -only throughput,writes` (bench/README.md, sections 1 and 7)\n", start.UTC().Format(time.RFC3339), base, head, runs)
 	fmt.Fprintf(&b, "- Wall time: %s\n- Load average at the start and the end (1, 5, 15 min): %s; %s\n\n", time.Since(start).Round(time.Second), loadStart, loadAvg())
 	b.WriteString("Each figure is that run's median of its per-round ratios over the bare peer, " +
-		"which is the same code in both commits; the table gives each run's figure, the median per commit, " +
+		"measured interleaved with it in the same run; the table gives each run's figure, the median per commit, " +
 		fmt.Sprintf("and HEAD's median over BASE's. A HEAD median more than %.0f%% below BASE's is a slowdown.\n\n", slack*100))
 	if peerDiff == "" {
 		b.WriteString("The peers and the load generator are the same in both commits.\n\n")
@@ -168,7 +168,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimRight(string(b), " \n"), nil // a diff --stat's lines start with a space
 }
 
 func loadAvg() string {
