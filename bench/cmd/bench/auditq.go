@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	benchreport "github.com/aacworkflow/aacmcp/bench/report"
 	"github.com/aacworkflow/aacmcp/events/queries"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
@@ -96,7 +97,7 @@ func (b *bench) auditQueries(ctx context.Context) error {
 		[]string{"saved query", "rows", "JSON lines", "Parquet", "JSON / Parquet"})
 	slowest := 0.0
 	for _, q := range queries.All() {
-		j, p := median(times["json"][q.Name]), median(times["parquet"][q.Name])
+		j, p := benchreport.Median(times["json"][q.Name]), benchreport.Median(times["parquet"][q.Name])
 		slowest = max(slowest, p)
 		sec.Table.Rows = append(sec.Table.Rows, []string{q.Name, fmt.Sprint(rows[q.Name]), dur(j), dur(p), fmt.Sprintf("%.1fx", j/p)})
 	}

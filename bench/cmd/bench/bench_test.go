@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aacworkflow/aacmcp/bench/load"
+	"github.com/aacworkflow/aacmcp/bench/report"
 )
 
 func TestSequential(t *testing.T) {
@@ -42,8 +43,8 @@ func TestMedianAndRotate(t *testing.T) {
 		in   []float64
 		want float64
 	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		if got := report.Median(tc.in); got != tc.want {
+			t.Errorf("report.Median(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 	s := []string{"a", "b", "c"}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aacworkflow/aacmcp/bench/report"
 	"github.com/aacworkflow/aacmcp/functions/mcp/mcpfn"
 	"github.com/aacworkflow/aacmcp/shared/confirm"
 )
@@ -99,19 +100,19 @@ func (b *bench) coldStart(ctx context.Context) error {
 		}
 		initS := "not reported"
 		if len(inits[f.name]) > 0 {
-			initS = fmt.Sprintf("%.1f ms", median(inits[f.name]))
+			initS = fmt.Sprintf("%.1f ms", report.Median(inits[f.name]))
 		}
-		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(median(fromInvoke[f.name])), fmt.Sprint(all), initS, dur(median(total[f.name]))})
+		sec.Table.Rows = append(sec.Table.Rows, []string{f.name, dur(report.Median(fromInvoke[f.name])), fmt.Sprint(all), initS, dur(report.Median(total[f.name]))})
 	}
-	r := median(invokeRatios)
+	r := report.Median(invokeRatios)
 	b.addGoal("3. cold start vs bare mcp-go Lambda (first invoke to answer)", "<= 1.2x", fmt.Sprintf("%.2fx", r), r <= 1.2,
 		fmt.Sprintf("bare mcp-go with only the DynamoDB and Kinesis clients linked and built (the floor, section 3) "+
 			"is already %.2fx bare, and functions/mcp is %.2fx that floor: what is over the goal is the AWS SDK's "+
-			"package initializers and size, which a function that must use the SDK cannot shed", median(sdkRatios), median(ownRatios)))
+			"package initializers and size, which a function that must use the SDK cannot shed", report.Median(sdkRatios), report.Median(ownRatios)))
 	ratioLine := fmt.Sprintf("Per-start ratios, median: first invoke to answer %.2fx (the floor over bare %.2fx, "+
-		"functions/mcp over the floor %.2fx); emulator start to answer %.2fx", r, median(sdkRatios), median(ownRatios), median(ratios))
+		"functions/mcp over the floor %.2fx); emulator start to answer %.2fx", r, report.Median(sdkRatios), report.Median(ownRatios), report.Median(ratios))
 	if len(initRatios) > 0 {
-		ratioLine += fmt.Sprintf("; init duration %.2fx", median(initRatios))
+		ratioLine += fmt.Sprintf("; init duration %.2fx", report.Median(initRatios))
 	}
 	sec.After = append(sec.After, ratioLine+".")
 

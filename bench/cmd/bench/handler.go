@@ -22,6 +22,7 @@ import (
 	"github.com/aacworkflow/aacmcp/bench/bare"
 	"github.com/aacworkflow/aacmcp/bench/fixture"
 	"github.com/aacworkflow/aacmcp/bench/peerfile"
+	"github.com/aacworkflow/aacmcp/bench/report"
 	"github.com/aacworkflow/aacmcp/shared/audit"
 	"github.com/aacworkflow/aacmcp/shared/audit/file"
 	"github.com/aacworkflow/aacmcp/shared/auth"
@@ -139,10 +140,10 @@ func (b *bench) handler(ctx context.Context) error {
 		[]string{"handler", "ns/op", "B/op", "allocs/op"})
 	for _, name := range []string{"aacmcp", "bare"} {
 		rw := rows[name]
-		sec.Table.Rows = append(sec.Table.Rows, []string{name, fmt.Sprintf("%.0f", median(rw.ns)),
-			fmt.Sprintf("%.0f", median(rw.bytes)), fmt.Sprintf("%.0f", median(rw.allocs))})
+		sec.Table.Rows = append(sec.Table.Rows, []string{name, fmt.Sprintf("%.0f", report.Median(rw.ns)),
+			fmt.Sprintf("%.0f", report.Median(rw.bytes)), fmt.Sprintf("%.0f", report.Median(rw.allocs))})
 	}
-	ratio := median(ratios)
+	ratio := report.Median(ratios)
 	b.addGoal("4. handler ns/op vs bare", "<= 2x", fmt.Sprintf("%.2fx", ratio), ratio <= 2,
 		"bare does no I/O; aacmcp's call checks the token cache and the member record, validates and "+
 			"digests the arguments, encodes the audit record and formats the access log; where the time goes "+

@@ -140,7 +140,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		log.Info("measured", "section", s.name, "took", time.Since(t0).Round(time.Second))
 	}
-	b.rep.Machine = append(b.rep.Machine, "Load average at the end (1, 5, 15 min): "+loadAvg())
+	b.rep.Machine = append(b.rep.Machine, "Load average at the end (1, 5, 15 min): "+report.LoadAverage())
 	b.rep.Duration = time.Since(start)
 	out := o.out
 	if !filepath.IsAbs(out) {
@@ -235,18 +235,6 @@ func machine() []string {
 		"Memory: " + mem,
 		"OS: " + strings.TrimSpace(string(kernel)),
 		"Go: " + runtime.Version() + ", Node.js: " + strings.TrimSpace(string(node)),
-		"Load average at the start (1, 5, 15 min): " + loadAvg(),
+		"Load average at the start (1, 5, 15 min): " + report.LoadAverage(),
 	}
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aacworkflow/aacmcp/bench/load"
+	"github.com/aacworkflow/aacmcp/bench/report"
 )
 
 // scale measures get_issue and list_issues latency on three servers whose measured
@@ -72,9 +73,9 @@ func (b *bench) scale(ctx context.Context) error {
 	for _, t := range []string{"get_issue", "list_issues"} {
 		for _, n := range sizes {
 			k := key{n, t}
-			sec.Table.Rows = append(sec.Table.Rows, []string{t, fmt.Sprint(n), dur(median(p50[k])), dur(median(p99[k]))})
+			sec.Table.Rows = append(sec.Table.Rows, []string{t, fmt.Sprint(n), dur(report.Median(p50[k])), dur(report.Median(p99[k]))})
 		}
-		r := median(ratio[t])
+		r := report.Median(ratio[t])
 		b.addGoal("2. "+t+" p50 at 100k vs 1k", "<= 1.5x", fmt.Sprintf("%.2fx", r), r <= 1.5, "")
 	}
 	b.rep.Sections = append(b.rep.Sections, sec)

@@ -315,7 +315,7 @@ func (rs rounds) median(peer, tool string, f func(load.Result) float64) float64 
 	for _, r := range rs[runKey{peer, tool}] {
 		v = append(v, f(r))
 	}
-	return median(v)
+	return report.Median(v)
 }
 
 // ratio is the median of the per-round ratios of f, peer a over peer b on tool: the
@@ -326,7 +326,7 @@ func (rs rounds) ratio(tool, a, b string, f func(load.Result) float64) float64 {
 	for i := range ra {
 		v = append(v, f(ra[i])/f(rb[i]))
 	}
-	return median(v)
+	return report.Median(v)
 }
 
 // row is the table row of peer's runs of tool, the peer shown as shown: tool, peer,
@@ -343,18 +343,6 @@ func (rs rounds) row(tool, peer, shown string) []string {
 func rotate[T any](s []T, n int) []T {
 	n %= len(s)
 	return append(slices.Clone(s[n:]), s[:n]...)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func dur(ns float64) string {
