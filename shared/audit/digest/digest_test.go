@@ -454,15 +454,19 @@ func TestWriterDoesNotRestartARemovedChain(t *testing.T) {
 }
 
 // TestTamperingBesideAnObjectOfTheHourBefore: a chain whose first window starts in
-// the hour after its first object's partition (the writer first ran at 00:00:24,
-// listing the file of 23:00) still counts that partition, and the records' times in
-// it, as digested: a copy put beside the file (compacted by the writer into Parquet), or a file of a later hour holding
-// records of that hour, is added. With the clock fixed, the case that real time
-// reaches only in the first minute of an hour runs every time.
+// the hour after its first object's partition still counts that partition, and the
+// records' times in it, as digested: a copy put beside the file, or a file of a later
+// hour holding records of that hour, is added. The writer compacts the file into
+// Parquet before it lists it, and the Parquet file's modification time is the real
+// clock's, which starts the chain. So the partition is the hour before the real one,
+// and the writer's clock is set hours ahead, far enough that its last window closes
+// after that Parquet file even when the test crosses an hour (a fixed date here
+// stopped working once the real clock passed it).
 func TestTamperingBesideAnObjectOfTheHourBefore(t *testing.T) {
-	hour := time.Date(2026, 12, 7, 23, 0, 0, 0, time.UTC)
-	written := hour.Add(time.Hour + 24*time.Second) // 00:00:24, the next day
-	now := hour.Add(4*time.Hour + 30*time.Minute)   // 03:30
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	written := hour.Add(time.Hour + 24*time.Second) // 24 s into the next hour
+	now := hour.Add(3*time.Hour + 30*time.Minute)
+	later := now.Truncate(time.Hour) // a later hour's partition
 	records := func(at time.Time) []byte {
 		var b []byte
 		for i := range 5 {
@@ -483,18 +487,19 @@ func TestTamperingBesideAnObjectOfTheHourBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const listed = "audit/dt=2026-12-07/hour=23/listed.json"
+	partition := func(h time.Time) string { return h.Format("audit/dt=2006-01-02/hour=15/") }
+	listed := partition(hour) + "listed.json"
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, dir string) string
 	}{
 		{"a copy beside the listed file", func(t *testing.T, dir string) string {
-			p := "audit/dt=2026-12-07/hour=23/copy.json"
+			p := partition(hour) + "copy.json"
 			put(t, dir, p, records(hour.Add(59*time.Minute+30*time.Second)), now.Add(-time.Minute))
 			return p
 		}},
 		{"a later hour's file holding records of the listed hour", func(t *testing.T, dir string) string {
-			p := "audit/dt=2026-12-08/hour=03/forged.json"
+			p := partition(later) + "forged.json"
 			put(t, dir, p, records(hour.Add(59*time.Minute+40*time.Second)), now.Add(-time.Minute))
 			return p
 		}},
@@ -511,11 +516,16 @@ func TestTamperingBesideAnObjectOfTheHourBefore(t *testing.T) {
 			if _, err := e.writer().WriteDue(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if rep := e.verify(t); !rep.Intact() || rep.Objects != 1 {
+			rep := e.verify(t)
+			if !rep.Intact() || rep.Objects != 1 {
 				t.Fatalf("untouched: %+v", rep)
 			}
+			// The case under test: the chain starts after the listed file's hour.
+			if first, err := time.Parse(time.RFC3339, rep.FirstWindow); err != nil || !first.After(hour) {
+				t.Fatalf("the chain's first window starts at %q, want after the partition hour %s", rep.FirstWindow, hour.Format(time.RFC3339))
+			}
 			p := tt.tamper(t, dir)
-			rep := e.verify(t)
+			rep = e.verify(t)
 			if !slices.ContainsFunc(rep.Problems, func(q Problem) bool { return q.Kind == ProblemAdded && q.Path == p }) {
 				t.Fatalf("want %s named %s; problems %+v", p, ProblemAdded, rep.Problems)
 			}
