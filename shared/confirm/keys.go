@@ -143,7 +143,8 @@ func loadSecretKeys(ctx context.Context, get SecretSource) (*keySet, error) {
 	keys := []Key{}
 	if prevErr != nil {
 		return nil, fmt.Errorf("confirm: read previous key: %w", prevErr)
-	} else if prevOK {
+	}
+	if prevOK {
 		p, err := decodeSecret(prev)
 		if err != nil {
 			return nil, err

@@ -400,20 +400,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, env rpcEnvelo
 		result.ResultType = mcp.ResultTypeComplete
 		result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: h.cfg.ServerName, Version: h.cfg.ServerVersion})
 	}
-	jw := jsonWriters.Get().(*jsonWriter)
-	b, err := appendToolCallResponse(jw.raw[:0], id, result)
-	if err != nil {
-		// Only a _meta or a content item that toolResult never makes can fail, as
-		// encoding/json would have.
-		writeJSON(w, http.StatusInternalServerError, apperr.Internal(err).Body())
-	} else {
-		writeJSONHeader(w, http.StatusOK)
-		_, _ = w.Write(b) // a Writer does not retain what it is given
-	}
-	if cap(b) <= maxPooledJSON {
-		jw.raw = b
-		jsonWriters.Put(jw)
-	}
+	writeAppendedJSON(w, http.StatusOK, func(dst []byte) ([]byte, error) { return appendToolCallResponse(dst, id, result) })
 }
 
 // inputRequiredResponse answers a destructive tools/call that a person must
@@ -451,7 +438,8 @@ func (h *handler) inputRequiredResult(ir *guard.InputRequired) *mcp.InputRequire
 // It is written by hand because encoding/json validates and compacts the output of
 // every json.Marshaler it meets, json.RawMessage included: structuredContent, a page
 // of 25 issues, was scanned byte by byte a second time, about a quarter of a
-// list_issues call's CPU (bench/REPORT.md, "Where a read's time goes"). Copying it
+// list_issues call's CPU (docs/decisions.md, "The tools/call response is written by
+// hand"). Copying it
 // unread is safe because guard.Result.JSON is always json.Marshal's own output, or
 // bytes equal to it (its contract), so compacting it again would change nothing. The
 // members are in mcp-go's order (its MarshalJSON goes through a map: sorted keys).

@@ -522,7 +522,7 @@ func (s *statusWriter) status() int {
 type jsonWriter struct {
 	buf bytes.Buffer
 	enc *json.Encoder
-	raw []byte // for the hand-written encoders (appendToolCallResponse)
+	raw []byte // for the hand-written encoders (writeAppendedJSON)
 }
 
 var jsonWriters = sync.Pool{New: func() any {
@@ -548,6 +548,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeJSONHeader(w, status)
 	_, _ = w.Write(jw.buf.Bytes()) // a Writer does not retain what it is given
 	if jw.buf.Cap() <= maxPooledJSON {
+		jsonWriters.Put(jw)
+	}
+}
+
+// writeAppendedJSON is writeJSON for a hand-written encoder, which appends the body
+// and its newline to the buffer it is given: the same pooled buffers, and the same
+// answer when encoding fails (only a value that encoding/json would refuse as well).
+func writeAppendedJSON(w http.ResponseWriter, status int, encode func(dst []byte) ([]byte, error)) {
+	jw := jsonWriters.Get().(*jsonWriter)
+	b, err := encode(jw.raw[:0])
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, apperr.Internal(err).Body())
+	} else {
+		writeJSONHeader(w, status)
+		_, _ = w.Write(b) // a Writer does not retain what it is given
+	}
+	if cap(b) <= maxPooledJSON {
+		jw.raw = b
 		jsonWriters.Put(jw)
 	}
 }
